@@ -1,0 +1,46 @@
+// swift-tools-version:6.0
+// ChatVault: an offline, encrypted-at-rest chat cache for Linux chat clients.
+// C libraries come from Debian packages through system-library targets; no outside Swift packages.
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "ChatVault",
+    products: [
+        .library(name: "ChatVault", targets: ["ChatVault"]),
+        .library(name: "VaultStore", targets: ["VaultStore"]),
+        .library(name: "VaultKeys", targets: ["VaultKeys"]),
+        .executable(name: "chatvault", targets: ["chatvault"]),
+    ],
+    targets: [
+        // C shims: pkg-config names and the Debian packages that provide them.
+        .systemLibrary(
+            name: "CSQLCipher", pkgConfig: "sqlcipher",
+            providers: [.apt(["libsqlcipher-dev"])]),
+        .systemLibrary(
+            name: "CLibSecret", pkgConfig: "libsecret-1",
+            providers: [.apt(["libsecret-1-dev"])]),
+        .systemLibrary(
+            name: "CCrypto", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
+
+        // Keys: CacheKey and the key stores (Secret Service, software file, memory).
+        .target(name: "VaultKeys", dependencies: ["CLibSecret", "CCrypto"], swiftSettings: strict),
+        // Storage: SQLCipher connections, manifest, the open procedure, resets, migrations.
+        .target(name: "VaultStore", dependencies: ["VaultKeys", "CSQLCipher", "CCrypto"], swiftSettings: strict),
+        // Engine: the public offline API of the seeds.
+        .target(name: "ChatVault", dependencies: ["VaultStore", "VaultKeys"], swiftSettings: strict),
+        // Tool: audit and scenario CLI over the public API.
+        .executableTarget(name: "chatvault", dependencies: ["ChatVault", "VaultStore", "VaultKeys"], swiftSettings: strict),
+
+        .testTarget(name: "VaultKeysTests", dependencies: ["VaultKeys"], swiftSettings: strict),
+        .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultKeys", "CSQLCipher"], swiftSettings: strict),
+        .testTarget(name: "ChatVaultTests", dependencies: ["ChatVault", "VaultStore", "VaultKeys"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["chatvault"], swiftSettings: strict),
+    ],
+    swiftLanguageModes: [.v6]
+)
