@@ -1,0 +1,153 @@
+import Foundation
+internal import CCrypto
+
+/// Keys in files: one 0600 file per cache in a 0700 directory that must lie outside every cache
+/// directory. Reported as tier `SOFTWARE`: the key is only as safe as the user's account, and the
+/// status says so.
+///
+///     let store = SoftwareKeyStore(directory: "/home/me/.config/org.example.chat/cache-keys")
+///
+/// Files or directories that others can read, that belong to another user or that are symlinks are
+/// refused (`.unavailable(.insecureStorage)`), never used and never "repaired".
+///
+/// File format (binary): the 8 bytes `CVKEY1\n\0`, one byte key-id length, the key id (UTF-8),
+/// then the 32 key bytes.
+public struct SoftwareKeyStore: KeyStore {
+    public let directory: String
+    public var tier: KeyStorageTier { .software }
+    public var name: String { "file" }
+
+    private static let magic: [UInt8] = Array("CVKEY1\n\0".utf8)
+    private static let maxFileSize = 512
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    /// The file that holds one cache's key.
+    public func path(for id: KeyItemID) -> String {
+        "\(directory)/\(Self.fileStem(applicationId: id.applicationId, account: id.account)).\(id.cacheId).key"
+    }
+
+    private static func fileStem(applicationId: String, account: String) -> String {
+        // The application id is hashed so odd characters can never reach the file system.
+        "\(sha256Hex(applicationId).prefix(16)).\(account)"
+    }
+
+    private func unavailable(_ error: SecureFileError) -> KeyUnavailableReason {
+        error.isRefusal ? .insecureStorage : .other
+    }
+
+    public func availability() -> KeyStoreAvailability {
+        do {
+            try SecureFiles.ensureDirectory(directory)
+            return .available
+        } catch {
+            return .unavailable(unavailable(error))
+        }
+    }
+
+    public func lookup(_ id: KeyItemID) -> KeyLookup {
+        guard KeyItemNames.isSafe(id) else { return .unavailable(.other) }
+        do {
+            try SecureFiles.checkDirectory(directory)
+        } catch .notFound {
+            return .absent
+        } catch {
+            return .unavailable(unavailable(error))
+        }
+        do {
+            return try SecureFiles.withContents(path(for: id), limit: Self.maxFileSize) { (bytes) throws(SecureFileError) -> KeyLookup in
+                guard let (keyId, keyBytes) = Self.parse(bytes) else { return .unavailable(.other) }
+                guard let key = try? CacheKey.copying(keyBytes) else { return .unavailable(.other) }
+                return .found(key, keyId: keyId)
+            }
+        } catch .notFound {
+            return .absent
+        } catch {
+            return .unavailable(unavailable(error))
+        }
+    }
+
+    private static func parse(_ bytes: UnsafeRawBufferPointer) -> (String, UnsafeRawBufferPointer)? {
+        guard bytes.count > magic.count + 1, Array(bytes[0..<magic.count]) == magic else { return nil }
+        let idLength = Int(bytes[magic.count])
+        let idStart = magic.count + 1
+        guard bytes.count == idStart + idLength + CacheKey.byteCount,
+              let keyId = String(bytes: bytes[idStart..<(idStart + idLength)], encoding: .utf8) else { return nil }
+        return (keyId, UnsafeRawBufferPointer(rebasing: bytes[(idStart + idLength)...]))
+    }
+
+    public func items(applicationId: String, account: String) -> KeyListing {
+        do {
+            try SecureFiles.checkDirectory(directory)
+        } catch .notFound {
+            return .items([])
+        } catch {
+            return .unavailable(unavailable(error))
+        }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+            return .unavailable(.other)
+        }
+        let prefix = Self.fileStem(applicationId: applicationId, account: account) + "."
+        var found: [KeyItemSummary] = []
+        for name in names.sorted() where name.hasPrefix(prefix) && name.hasSuffix(".key") {
+            let cacheId = String(name.dropFirst(prefix.count).dropLast(4))
+            let id = KeyItemID(applicationId: applicationId, account: account, cacheId: cacheId)
+            if case .found(_, let keyId) = lookup(id) {
+                found.append(KeyItemSummary(id: id, keyId: keyId))
+            }
+        }
+        return .items(found)
+    }
+
+    public func store(_ key: CacheKey, keyId: String, for id: KeyItemID, label: String) throws(KeyStoreError) {
+        guard KeyItemNames.isSafe(id) else { throw KeyStoreError(.other, "unsafe characters in a key item name") }
+        let idBytes = Array(keyId.utf8)
+        guard idBytes.count < 256 else { throw KeyStoreError(.other, "key id too long") }
+        do throws(SecureFileError) {
+            try SecureFiles.ensureDirectory(directory)
+            let size = Self.magic.count + 1 + idBytes.count + CacheKey.byteCount
+            try withScratch(count: size) { (buffer) throws(SecureFileError) in
+                buffer.copyBytes(from: Self.magic)
+                buffer[Self.magic.count] = UInt8(idBytes.count)
+                UnsafeMutableRawBufferPointer(rebasing: buffer[(Self.magic.count + 1)...]).copyBytes(from: idBytes)
+                key.withUnsafeBytes { raw in
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[(Self.magic.count + 1 + idBytes.count)...]).copyMemory(from: raw)
+                }
+                try SecureFiles.writeAtomically(path(for: id), UnsafeRawBufferPointer(buffer))
+            }
+        } catch {
+            throw KeyStoreError(unavailable(error), error.description)
+        }
+    }
+
+    public func delete(_ id: KeyItemID) throws(KeyStoreError) {
+        guard KeyItemNames.isSafe(id) else { return }
+        let path = path(for: id)
+        if unlink(path) != 0, errno != ENOENT {
+            throw KeyStoreError(.other, SecureFileError.system(path, operation: "unlink", errno: errno).description)
+        }
+        try? SecureFiles.syncDirectory(directory)
+    }
+
+    public func locator(for id: KeyItemID) -> [String: String] {
+        ["store": "file", "path": path(for: id)]
+    }
+}
+
+/// Validation of the parts of a key item name that reach file names or D-Bus attributes.
+public enum KeyItemNames {
+    /// Cache ids and accounts are ours (UUIDs and hex digests); anything else came from a damaged or
+    /// hostile manifest and must not be used to build a path.
+    public static func isSafe(_ id: KeyItemID) -> Bool {
+        isSafeComponent(id.cacheId) && isSafeComponent(id.account) && !id.applicationId.isEmpty
+    }
+
+    public static func isSafeComponent(_ text: String) -> Bool {
+        !text.isEmpty && text.count <= 128 && text.utf8.allSatisfy { c in
+            (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z")) || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z"))
+                || (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || c == UInt8(ascii: "-")
+        }
+    }
+}
