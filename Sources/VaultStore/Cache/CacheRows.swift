@@ -1,0 +1,133 @@
+import Foundation
+
+/// Row-level access to the schema for seeding, audits and counts. Chat semantics (models,
+/// requests, the outbox lifecycle) live in the engine above; this only reads and writes rows.
+public enum CacheRows {
+    /// A conversation row.
+    public struct Conversation: Sendable {
+        public var id: String
+        public var type: String
+        public var peerId: String
+        public var lastMessageAt: Int64
+
+        public init(id: String, type: String, peerId: String, lastMessageAt: Int64) {
+            self.id = id
+            self.type = type
+            self.peerId = peerId
+            self.lastMessageAt = lastMessageAt
+        }
+    }
+
+    /// A message row.
+    public struct Message: Sendable {
+        public var serverId: Int64?
+        public var localId: String?
+        public var conversationId: String
+        public var senderId: String
+        public var receiverId: String
+        public var receiverType: String
+        public var category: String
+        public var type: String
+        public var sentAt: Int64
+        public var body: String?
+
+        public init(serverId: Int64?, localId: String?, conversationId: String, senderId: String, receiverId: String,
+                    receiverType: String, category: String = "message", type: String = "text", sentAt: Int64, body: String?) {
+            self.serverId = serverId
+            self.localId = localId
+            self.conversationId = conversationId
+            self.senderId = senderId
+            self.receiverId = receiverId
+            self.receiverType = receiverType
+            self.category = category
+            self.type = type
+            self.sentAt = sentAt
+            self.body = body
+        }
+    }
+
+    /// An outbox row (an unsent message).
+    public struct OutboxEntry: Sendable {
+        public var localId: String
+        public var seq: Int64
+        public var conversationId: String
+        public var kind: String
+        public var state: Int
+        public var createdAt: Int64
+        public var payload: [UInt8]
+
+        public init(localId: String, seq: Int64, conversationId: String, kind: String, state: Int, createdAt: Int64, payload: [UInt8]) {
+            self.localId = localId
+            self.seq = seq
+            self.conversationId = conversationId
+            self.kind = kind
+            self.state = state
+            self.createdAt = createdAt
+            self.payload = payload
+        }
+    }
+
+    /// Row counts of the chat tables.
+    public struct Counts: Sendable, Equatable {
+        public var conversations: Int
+        public var messages: Int
+        public var pending: Int
+    }
+
+    public static func insert(_ conversations: [Conversation], into db: Database) throws {
+        for c in conversations {
+            try db.run("UPDATE conversations SET type = ?, peer_id = ?, last_message_at = max(last_message_at, ?) WHERE id = ?",
+                       .text(c.type), .text(c.peerId), .int(c.lastMessageAt), .text(c.id))
+            if db.changes == 0 {
+                try db.run("INSERT INTO conversations (id, type, peer_id, last_message_at) VALUES (?, ?, ?, ?)",
+                           .text(c.id), .text(c.type), .text(c.peerId), .int(c.lastMessageAt))
+            }
+        }
+    }
+
+    public static func insert(_ messages: [Message], into db: Database) throws {
+        for m in messages {
+            try db.run("""
+                INSERT INTO messages (server_id, local_id, conversation_id, sender_id, receiver_id, receiver_type, category, type, sent_at, body)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                m.serverId.map { .int($0) } ?? .null, m.localId.map { .text($0) } ?? .null, .text(m.conversationId),
+                .text(m.senderId), .text(m.receiverId), .text(m.receiverType), .text(m.category), .text(m.type),
+                .int(m.sentAt), m.body.map { .text($0) } ?? .null)
+        }
+    }
+
+    public static func insert(_ entries: [OutboxEntry], into db: Database) throws {
+        for e in entries {
+            try db.run("""
+                INSERT INTO outbox (local_id, seq, conversation_id, kind, state, created_at, payload)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+                .text(e.localId), .int(e.seq), .text(e.conversationId), .text(e.kind), .int(Int64(e.state)),
+                .int(e.createdAt), .blob(e.payload))
+        }
+    }
+
+    /// The next compose-order number for the outbox.
+    public static func nextOutboxSeq(_ db: Database) throws -> Int64 {
+        (try db.scalarInt("SELECT max(seq) FROM outbox") ?? 0) + 1
+    }
+
+    public static func counts(_ db: Database) throws -> Counts {
+        Counts(conversations: Int(try db.scalarInt("SELECT count(*) FROM conversations") ?? 0),
+               messages: Int(try db.scalarInt("SELECT count(*) FROM messages") ?? 0),
+               pending: Int(try db.scalarInt("SELECT count(*) FROM outbox") ?? 0))
+    }
+
+    /// Empties every chat table (the outbox too) and compacts the file, so deleted content does
+    /// not linger in free pages.
+    public static func clearAll(_ db: Database) throws {
+        try db.transaction {
+            for table in ["messages", "conversations", "outbox", "media", "list_snapshots", "kv"] {
+                try db.execute("DELETE FROM \(table)")
+            }
+        }
+        try db.execute("VACUUM")
+        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+public import VaultKeys
+import Synchronization
+
+/// An open cache: a writer and a reader connection (WAL), each on its own serial queue, and the
+/// directory lock that keeps other processes out until `close()`.
+public final class VaultCache: Sendable {
+    public let directory: CacheDirectory
+    /// The manifest as of the open.
+    public let manifest: Manifest
+    /// The store holding the key (nil for a plaintext cache).
+    public let keyStoreName: String?
+    /// The cipher description once proven by a keyed open and the file header, else nil.
+    public let provenCipher: String?
+    /// True when the database was too large to check during open: call `verifyIntegrity()`.
+    public let needsBackgroundIntegrityCheck: Bool
+    public let writer: DatabaseQueue
+    public let reader: DatabaseQueue
+    private let lock: DirectoryLock
+    private let closed = Mutex(false)
+
+    init(directory: CacheDirectory, manifest: Manifest, keyStoreName: String?, provenCipher: String?,
+         needsBackgroundIntegrityCheck: Bool, writer: DatabaseQueue, reader: DatabaseQueue, lock: DirectoryLock) {
+        self.directory = directory
+        self.manifest = manifest
+        self.keyStoreName = keyStoreName
+        self.provenCipher = provenCipher
+        self.needsBackgroundIntegrityCheck = needsBackgroundIntegrityCheck
+        self.writer = writer
+        self.reader = reader
+        self.lock = lock
+    }
+
+    public var cacheId: String { manifest.cacheId }
+    public var isEncrypted: Bool { manifest.encrypted && provenCipher != nil }
+    public var keyStorage: KeyStorageTier { manifest.encrypted ? manifest.keyStorage : .none }
+    public var isClosed: Bool { closed.withLock { $0 } }
+
+    /// Checkpoints the WAL into the database, closes both connections and releases the lock.
+    /// The files stay (logout keeps the cache).
+    public func close() {
+        let wasClosed = closed.withLock { state in
+            defer { state = true }
+            return state
+        }
+        guard !wasClosed else { return }
+        reader.close()
+        _ = try? writer.sync { db in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        writer.close()
+        lock.release()
+    }
+
+    deinit { close() }
+
+    /// Runs `PRAGMA quick_check` on the reader connection; true when the database is intact.
+    public func verifyIntegrity() async -> Bool {
+        (try? await reader.run { db in try IntegrityCheck.run(db) }) ?? false
+    }
+
+    /// Bytes on disk: database, WAL and media directories.
+    public func bytesOnDisk() -> Int64 { directory.bytesOnDisk() }
+}
+
+enum IntegrityCheck {
+    /// `quick_check` reads every page (SQLCipher verifies each page's HMAC as it decrypts it) and
+    /// checks the b-tree structure; "ok" is the only passing answer.
+    static func run(_ db: Database) throws -> Bool {
+        let lines = try db.texts("PRAGMA quick_check")
+        return lines == ["ok"]
+    }
+}

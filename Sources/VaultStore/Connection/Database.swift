@@ -1,0 +1,248 @@
+import Foundation
+internal import CSQLCipher
+import VaultKeys
+
+/// The C handle of one SQLite connection.
+public typealias SQLiteConnection = OpaquePointer
+
+/// Where the test seam may inject a failure (STYLE.md: "tests divert the wrappers to inject
+/// SQLITE_BUSY, SQLITE_FULL, …" without touching the disk).
+package enum FaultPoint: Sendable, Equatable {
+    /// `sqlite3_open_v2`.
+    case open
+    /// The first read after keying (the probe that proves the key and the format).
+    case probe
+    /// Any statement step.
+    case step
+}
+
+/// A test hook consulted at each `FaultPoint`; a non-nil result code replaces the real call's.
+package typealias FaultInjector = @Sendable (FaultPoint, String) -> Int32?
+
+/// One SQLCipher connection. Not `Sendable`: it lives on one serial executor (`DatabaseQueue`).
+///
+/// Set-up happens in one ordered place (`DatabaseQueue.open`): key, cipher profile, prove the
+/// cipher, then pragmas.
+public final class Database {
+    public let path: String
+    let handle: SQLiteConnection
+    private var statementCache: [String: Statement] = [:]
+    package var faults: FaultInjector?
+
+    init(path: String, flags: Int32, faults: FaultInjector?) throws(DatabaseError) {
+        self.path = path
+        self.faults = faults
+        var db: SQLiteConnection?
+        var rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
+        if rc == SQLITE_OK, let injected = faults?(.open, path) { rc = injected }
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+            let code = db.map { sqlite3_extended_errcode($0) } ?? rc
+            sqlite3_close_v2(db)
+            throw DatabaseError(extendedCode: code == SQLITE_OK ? rc : code, message: message, operation: "open")
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+    }
+
+    deinit {
+        statementCache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    func error(_ rc: Int32, _ operation: String) -> DatabaseError {
+        DatabaseError(extendedCode: sqlite3_extended_errcode(handle) == SQLITE_OK ? rc : sqlite3_extended_errcode(handle),
+                      message: String(cString: sqlite3_errmsg(handle)), operation: operation)
+    }
+
+    /// Keys the connection with SQLCipher's raw-key form `x'<hex>'` (no KDF). The literal lives in a
+    /// scratch buffer zeroed right after the call.
+    func key(_ key: CacheKey) throws(DatabaseError) {
+        let rc = key.withRawKeyLiteral { literal in
+            sqlite3_key(handle, literal.baseAddress, Int32(literal.count))
+        }
+        guard rc == SQLITE_OK else { throw error(rc, "key") }
+    }
+
+    /// Runs one or more statements without results. Never pass values in the SQL text: bind them.
+    public func execute(_ sql: String) throws(DatabaseError) {
+        if let injected = faults?(.step, sql) { throw DatabaseError(extendedCode: injected, message: "injected fault", operation: "exec") }
+        let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw error(rc, "exec") }
+    }
+
+    /// A fresh prepared statement.
+    public func prepare(_ sql: String) throws(DatabaseError) -> Statement {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, sql, -1, &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else {
+            sqlite3_finalize(stmt)
+            throw error(rc, "prepare")
+        }
+        return Statement(database: self, handle: stmt, sql: sql)
+    }
+
+    /// A prepared statement kept for reuse on this connection (hot paths), reset and unbound.
+    public func cached(_ sql: String) throws(DatabaseError) -> Statement {
+        if let stmt = statementCache[sql] {
+            stmt.resetAndClear()
+            return stmt
+        }
+        let stmt = try prepare(sql)
+        statementCache[sql] = stmt
+        return stmt
+    }
+
+    /// The first column of the first row as text, or nil (no row, or NULL).
+    public func scalarText(_ sql: String, _ values: DatabaseValue...) throws(DatabaseError) -> String? {
+        let stmt = try prepare(sql)
+        try stmt.bind(values)
+        return try stmt.step() ? stmt.text(0) : nil
+    }
+
+    /// The first column of the first row as an integer, or nil.
+    public func scalarInt(_ sql: String, _ values: DatabaseValue...) throws(DatabaseError) -> Int64? {
+        let stmt = try prepare(sql)
+        try stmt.bind(values)
+        guard try stmt.step(), !stmt.isNull(0) else { return nil }
+        return stmt.int64(0)
+    }
+
+    /// Runs a statement with bound values, ignoring any rows.
+    public func run(_ sql: String, _ values: DatabaseValue...) throws(DatabaseError) {
+        let stmt = try cached(sql)
+        try stmt.bind(values)
+        while try stmt.step() {}
+    }
+
+    /// Every first-column text of a query.
+    public func texts(_ sql: String) throws(DatabaseError) -> [String] {
+        let stmt = try prepare(sql)
+        var out: [String] = []
+        while try stmt.step() { out.append(stmt.text(0) ?? "") }
+        return out
+    }
+
+    /// Runs `body` in a transaction (`BEGIN IMMEDIATE` so writers queue instead of failing later).
+    public func transaction<R>(_ body: () throws -> R) throws -> R {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+}
+
+/// A value to bind.
+public enum DatabaseValue: Sendable, Equatable {
+    case null
+    case int(Int64)
+    case double(Double)
+    case text(String)
+    case blob([UInt8])
+}
+
+/// A prepared statement. Columns are read by index (hot paths decode by index, not by name).
+public final class Statement {
+    unowned let database: Database
+    let handle: OpaquePointer
+    public let sql: String
+
+    init(database: Database, handle: OpaquePointer, sql: String) {
+        self.database = database
+        self.handle = handle
+        self.sql = sql
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    func resetAndClear() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    public func bind(_ values: [DatabaseValue]) throws(DatabaseError) {
+        for (i, value) in values.enumerated() { try bind(value, at: Int32(i + 1)) }
+    }
+
+    public func bind(_ value: DatabaseValue, at index: Int32) throws(DatabaseError) {
+        let rc: Int32
+        switch value {
+        case .null: rc = sqlite3_bind_null(handle, index)
+        case .int(let v): rc = sqlite3_bind_int64(handle, index, v)
+        case .double(let v): rc = sqlite3_bind_double(handle, index, v)
+        case .text(let v): rc = sqlite3_bind_text(handle, index, v, -1, chatvault_sqlite_transient())
+        case .blob(let v):
+            rc = v.withUnsafeBytes { raw in
+                sqlite3_bind_blob(handle, index, raw.baseAddress, Int32(raw.count), chatvault_sqlite_transient())
+            }
+        }
+        guard rc == SQLITE_OK else { throw database.error(rc, "bind") }
+    }
+
+    /// Binds bytes without copying them (`SQLITE_STATIC`): the caller keeps them alive, unchanged,
+    /// until the statement is reset — used for key literals, which live in zeroed scratch buffers.
+    func bindNoCopy(_ bytes: UnsafeRawBufferPointer, at index: Int32) throws(DatabaseError) {
+        let rc = sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), nil)
+        guard rc == SQLITE_OK else { throw database.error(rc, "bind") }
+    }
+
+    /// Advances; true while a row is available.
+    public func step() throws(DatabaseError) -> Bool {
+        if let injected = database.faults?(.step, sql) {
+            sqlite3_reset(handle)
+            throw DatabaseError(extendedCode: injected, message: "injected fault", operation: "step")
+        }
+        let rc = sqlite3_step(handle)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE:
+            sqlite3_reset(handle)
+            return false
+        default:
+            let err = database.error(rc, "step")
+            sqlite3_reset(handle)
+            throw err
+        }
+    }
+
+    public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+    public func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    public func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(handle, column)) }
+    public func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
+
+    public func text(_ column: Int32) -> String? {
+        guard let c = sqlite3_column_text(handle, column) else { return nil }
+        return String(cString: c)
+    }
+
+    public func blob(_ column: Int32) -> [UInt8]? {
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard let base = sqlite3_column_blob(handle, column) else { return sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : [] }
+        return Array(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    /// The column's value, whatever its type (used to copy rows between databases).
+    public func value(_ column: Int32) -> DatabaseValue {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER: return .int(int64(column))
+        case SQLITE_FLOAT: return .double(double(column))
+        case SQLITE_TEXT: return .text(text(column) ?? "")
+        case SQLITE_BLOB: return .blob(blob(column) ?? [])
+        default: return .null
+        }
+    }
+
+    public var columnCount: Int32 { sqlite3_column_count(handle) }
+
+    public func columnName(_ column: Int32) -> String {
+        sqlite3_column_name(handle, column).map { String(cString: $0) } ?? ""
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+internal import CSQLCipher
+public import VaultKeys
+
+/// How a connection is keyed.
+public enum ConnectionKeying {
+    /// A plaintext database.
+    case plaintext
+    /// An SQLCipher database under a raw key with this profile.
+    case encrypted(CacheKey, CipherProfile)
+}
+
+/// Connection settings applied after keying.
+public struct ConnectionOptions: Sendable {
+    /// `PRAGMA busy_timeout` in milliseconds.
+    public var busyTimeoutMs: Int = 2000
+    /// Page cache per connection, in KiB (`PRAGMA cache_size = -N`): sized so warm reads find their
+    /// pages already decrypted.
+    public var pageCacheKiB: Int = 16 * 1024
+    /// Never write (`PRAGMA query_only`): the reader connection and salvage probes. The file is
+    /// still opened read-write, because a WAL database without its `-shm` cannot be opened
+    /// read-only on SQLite 3.15.
+    public var readOnly = false
+    /// Create the file if missing.
+    public var create = false
+    /// Test seam.
+    package var faults: FaultInjector?
+
+    public init() {}
+}
+
+/// One connection and the serial queue it lives on. Every use of the connection goes through
+/// `sync` or `run`, on that queue; the connection itself never leaves it.
+public final class DatabaseQueue: @unchecked Sendable {
+    private let queue: DispatchQueue
+    private let queueKey = DispatchSpecificKey<UInt8>()
+    // Touched only on `queue` (or during init, before the queue is shared).
+    private var database: Database?
+    public let path: String
+
+    /// Opens and sets up a connection in the one ordered place: open, key, pin the cipher profile,
+    /// probe (the first read proves key and format), then pragmas.
+    public init(path: String, keying: ConnectionKeying, options: ConnectionOptions, label: String) throws(DatabaseError) {
+        self.path = path
+        queue = DispatchQueue(label: "chatvault.db.\(label)")
+        queue.setSpecific(key: queueKey, value: 1)
+        if options.create && !options.readOnly {
+            // SQLite creates files with 0644 (under the usual umask) and gives the WAL and shm
+            // files the database file's mode: creating it 0600 first makes all three private.
+            try DatabaseQueue.createPrivateFile(path)
+        }
+        let flags = SQLITE_OPEN_READWRITE | (options.create && !options.readOnly ? SQLITE_OPEN_CREATE : 0)
+        let db = try Database(path: path, flags: flags, faults: options.faults)
+        if case .encrypted(let key, let profile) = keying {
+            try db.key(key)
+            for pragma in profile.pragmas(engine: .current) { try db.execute(pragma) }
+        }
+        try db.execute("PRAGMA busy_timeout = \(options.busyTimeoutMs)")
+        // The probe: the first read of page 1. A wrong key or a damaged header fails here with
+        // SQLITE_NOTADB (sqlite3_key itself never reports a wrong key).
+        if let injected = options.faults?(.probe, path) {
+            throw DatabaseError(extendedCode: injected, message: "injected fault", operation: "probe")
+        }
+        _ = try db.scalarInt("SELECT count(*) FROM sqlite_master")
+        // Temp tables and sort spills stay in memory, never on disk in clear.
+        try db.execute("PRAGMA temp_store = MEMORY")
+        try db.execute("PRAGMA cache_size = -\(options.pageCacheKiB)")
+        if options.readOnly {
+            try db.execute("PRAGMA query_only = ON")
+        } else {
+            let mode = try db.scalarText("PRAGMA journal_mode = WAL")
+            guard mode?.lowercased() == "wal" else {
+                throw DatabaseError(extendedCode: SQLITE_ERROR, message: "could not enter WAL mode (\(mode ?? "nil"))", operation: "journal_mode")
+            }
+            // A send is acknowledged only after a durable commit (ARCHITECTURE.md §6).
+            try db.execute("PRAGMA synchronous = FULL")
+        }
+        database = db
+    }
+
+    /// Creates `path` as an empty 0600 file unless it exists (symlinks refused).
+    static func createPrivateFile(_ path: String) throws(DatabaseError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw DatabaseError(extendedCode: SQLITE_CANTOPEN, message: "cannot create the database file (errno \(errno))", operation: "create")
+        }
+        Foundation.close(fd)
+    }
+
+    /// Runs `body` on the connection's queue and waits.
+    public func sync<R>(_ body: (Database) throws -> R) throws -> R {
+        if DispatchQueue.getSpecific(key: queueKey) != nil {
+            return try body(try live())
+        }
+        return try queue.sync { try body(try live()) }
+    }
+
+    /// Runs `body` on the connection's queue without blocking the caller.
+    public func run<R: Sendable>(_ body: @escaping @Sendable (Database) throws -> R) async throws -> R {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                continuation.resume(with: Result { try body(try self.live()) })
+            }
+        }
+    }
+
+    private func live() throws(DatabaseError) -> Database {
+        guard let database else {
+            throw DatabaseError(extendedCode: SQLITE_MISUSE, message: "the connection is closed", operation: "use")
+        }
+        return database
+    }
+
+    /// Closes the connection (idempotent). Later calls fail with SQLITE_MISUSE.
+    public func close() {
+        queue.sync { database = nil }
+    }
+}

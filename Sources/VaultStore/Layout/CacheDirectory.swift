@@ -1,0 +1,157 @@
+import Foundation
+public import VaultKeys
+
+/// The files of one cache directory (one app, one user), ARCHITECTURE.md §4.
+public struct CacheDirectory: Sendable, Equatable {
+    public let path: String
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// The directory for a user under an app's root: the user id is never in clear in a path.
+    public init(root: String, account: String) {
+        path = "\(root)/\(account)"
+    }
+
+    public var database: String { "\(path)/cache.db" }
+    public var wal: String { "\(path)/cache.db-wal" }
+    public var shm: String { "\(path)/cache.db-shm" }
+    public var manifest: String { "\(path)/\(ManifestFile.name)" }
+    public var lockFile: String { "\(path)/lock" }
+    public var quarantine: String { "\(path)/quarantine" }
+    /// Where an encryption migration writes the new database before it replaces the old one.
+    public var migrationTarget: String { "\(path)/cache.db.next" }
+    public var media: String { "\(path)/media" }
+    public var outgoing: String { "\(path)/outgoing" }
+
+    /// The database and its WAL-mode companions.
+    public var databaseFiles: [String] { [database, wal, shm] }
+
+    public var exists: Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    public var hasDatabase: Bool {
+        var st = stat()
+        return lstat(database, &st) == 0 && st.st_size > 0
+    }
+
+    /// The opaque per-user name: the first 32 hex digits of SHA-256 over the app id and user id.
+    public static func account(applicationId: String, userId: String) -> String {
+        String(sha256Hex("chatvault-account|\(applicationId)|\(userId)").prefix(32))
+    }
+
+    /// Bytes used by the database files and media directories.
+    public func bytesOnDisk() -> Int64 {
+        var total: Int64 = 0
+        for file in databaseFiles {
+            var st = stat()
+            if lstat(file, &st) == 0 { total += Int64(st.st_size) }
+        }
+        for dir in [media, outgoing] {
+            total += CacheDirectory.treeSize(dir)
+        }
+        return total
+    }
+
+    static func treeSize(_ dir: String) -> Int64 {
+        guard let walker = FileManager.default.enumerator(atPath: dir) else { return 0 }
+        var total: Int64 = 0
+        while let relative = walker.nextObject() as? String {
+            var st = stat()
+            if lstat("\(dir)/\(relative)", &st) == 0, st.st_mode & S_IFMT == S_IFREG { total += Int64(st.st_size) }
+        }
+        return total
+    }
+
+    /// Removes a file; a missing file is fine.
+    static func remove(_ file: String) {
+        unlink(file)
+    }
+
+    /// Overwrites a file's bytes with zeros through an open descriptor, then unlinks it: used for
+    /// plaintext copies, so their content does not linger in the file's blocks.
+    static func scrubAndRemove(_ file: String) {
+        let fd = open(file, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        if fd >= 0 {
+            scrub(fd)
+            close(fd)
+        }
+        unlink(file)
+    }
+
+    /// Zeros the whole file behind `fd` and syncs it.
+    static func scrub(_ fd: Int32) {
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_size > 0 else { return }
+        let chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var offset: off_t = 0
+        while offset < st.st_size {
+            let n = chunk.withUnsafeBytes { pwrite(fd, $0.baseAddress, min(chunk.count, Int(st.st_size - offset)), offset) }
+            if n <= 0 { break }
+            offset += off_t(n)
+        }
+        fsync(fd)
+    }
+}
+
+/// The advisory lock that keeps one process (and one `VaultStore` instance) per cache.
+///
+/// `flock` locks belong to an open file description, so a second open in the same process is
+/// refused too. The lock file holds the owner's pid for the error message.
+public final class DirectoryLock: @unchecked Sendable {
+    private var fd: Int32
+    public let path: String
+
+    public enum Failure: Error, Sendable, Equatable {
+        /// Another process (or another instance in this one) holds the cache.
+        case held(byPid: Int32?)
+        case system(SecureFileError)
+    }
+
+    public static func acquire(_ path: String) -> Result<DirectoryLock, Failure> {
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let e = errno
+            return .failure(.system(e == ELOOP ? .symlink(path) : .system(path, operation: "open", errno: e)))
+        }
+        var st = stat()
+        if fstat(fd, &st) != 0 || st.st_uid != geteuid() || UInt32(st.st_mode) & 0o077 != 0 {
+            close(fd)
+            return .failure(.system(.tooOpen(path, mode: UInt32(st.st_mode) & 0o7777)))
+        }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let e = errno
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let n = pread(fd, &buffer, 31, 0)
+            close(fd)
+            if e == EWOULDBLOCK {
+                let pid = n > 0 ? Int32(String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) : nil
+                return .failure(.held(byPid: pid))
+            }
+            return .failure(.system(.system(path, operation: "flock", errno: e)))
+        }
+        let pid = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        return .success(DirectoryLock(fd: fd, path: path))
+    }
+
+    private init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    /// Releases the lock (idempotent).
+    public func release() {
+        guard fd >= 0 else { return }
+        _ = ftruncate(fd, 0)
+        flock(fd, LOCK_UN)
+        close(fd)
+        fd = -1
+    }
+
+    deinit { release() }
+}

@@ -1,0 +1,107 @@
+public import Foundation
+public import VaultKeys
+
+/// The plaintext sidecar that describes a cache: small, versioned, written atomically.
+///
+/// It holds no message content, no user id and no key material. The key-check value is an HMAC
+/// of a fixed label under the key: it tells a right key from a wrong one without opening the
+/// database, and reveals nothing about the key.
+public struct Manifest: Codable, Sendable, Equatable {
+    /// The manifest format this code writes and understands.
+    public static let currentFormatVersion = 1
+
+    public var formatVersion: Int
+    /// A random identifier of this cache (a UUID); it names the key item.
+    public var cacheId: String
+    public var encrypted: Bool
+    /// The tier holding the key (`KEYSTORE`, `SOFTWARE`, `NONE`).
+    public var keyStorage: KeyStorageTier
+    /// The store that holds the key (`secret-service`, `file`, `memory`), nil when plaintext.
+    public var keyStore: String?
+    /// A random identifier of the key (not the key), also kept on the key item.
+    public var keyId: String?
+    /// HMAC-SHA256 of a fixed label and the cache id under the key, hex.
+    public var keyCheck: String?
+    /// The cipher settings every connection pins; nil when plaintext.
+    public var cipherProfile: CipherProfile?
+    /// When the cache was created (ISO 8601).
+    public var createdAt: String
+    /// Unclassified open failures in a row; reset to 0 by a successful open.
+    public var consecutiveUnclassifiedFailures: Int
+    /// The SQLite result code of the last unclassified failure, for the audit.
+    public var lastFailureCode: Int32?
+
+    public init(cacheId: String, encrypted: Bool, keyStorage: KeyStorageTier, keyStore: String?, keyId: String?,
+                keyCheck: String?, cipherProfile: CipherProfile?, createdAt: Date) {
+        formatVersion = Manifest.currentFormatVersion
+        self.cacheId = cacheId
+        self.encrypted = encrypted
+        self.keyStorage = keyStorage
+        self.keyStore = keyStore
+        self.keyId = keyId
+        self.keyCheck = keyCheck
+        self.cipherProfile = cipherProfile
+        self.createdAt = ISO8601DateFormatter().string(from: createdAt)
+        consecutiveUnclassifiedFailures = 0
+        lastFailureCode = nil
+    }
+
+    /// Whether the manifest is internally consistent and names nothing that could escape the
+    /// cache directory or the key store's namespace.
+    public var isWellFormed: Bool {
+        guard formatVersion >= 1, KeyItemNames.isSafeComponent(cacheId), consecutiveUnclassifiedFailures >= 0 else { return false }
+        if encrypted {
+            guard keyStorage != .none, let keyCheck, keyCheck.count == 64, cipherProfile != nil,
+                  let keyId, KeyItemNames.isSafeComponent(keyId) else { return false }
+        }
+        return true
+    }
+}
+
+/// Reading and writing `manifest.json`.
+public enum ManifestFile {
+    public static let name = "manifest.json"
+    private static let sizeLimit = 64 * 1024
+
+    /// What was found on disk.
+    public enum State: Sendable, Equatable {
+        case missing
+        /// Unreadable, unparseable or inconsistent (the reason, free of content).
+        case damaged(String)
+        /// Written by a newer ChatVault: left alone.
+        case newerFormat(Int)
+        case valid(Manifest)
+    }
+
+    public static func read(directory: String) -> State {
+        let path = "\(directory)/\(name)"
+        let bytes: [UInt8]
+        do {
+            bytes = try SecureFiles.read(path, limit: sizeLimit)
+        } catch .notFound {
+            return .missing
+        } catch {
+            return .damaged(error.description)
+        }
+        if let probe = try? JSONDecoder().decode(FormatProbe.self, from: Data(bytes)),
+           probe.formatVersion > Manifest.currentFormatVersion {
+            return .newerFormat(probe.formatVersion)
+        }
+        guard let manifest = try? JSONDecoder().decode(Manifest.self, from: Data(bytes)) else {
+            return .damaged("not a valid manifest")
+        }
+        guard manifest.isWellFormed else { return .damaged("inconsistent fields") }
+        return .valid(manifest)
+    }
+
+    public static func write(_ manifest: Manifest, directory: String) throws(SecureFileError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = (try? encoder.encode(manifest)) ?? Data()
+        try SecureFiles.writeAtomically("\(directory)/\(name)", data: Array(data) + [0x0a])
+    }
+
+    private struct FormatProbe: Decodable {
+        var formatVersion: Int
+    }
+}

@@ -1,0 +1,411 @@
+import Foundation
+import VaultKeys
+
+/// The open procedure (ARCHITECTURE.md §5): decides from the manifest, the key lookup and a probe
+/// of the database whether a cache is ready, temporarily unavailable, or must be reset.
+///
+///     let report = CacheOpener.open(configuration)
+///     switch report.outcome {
+///     case .ready: use(report.cache!)
+///     case .unavailable(let why): retryLater(why)      // nothing was touched
+///     case .onlineOnly, .plaintextFallback: …
+///     }
+///
+/// Rules it never breaks: a transient condition (locked keyring, missing bus, busy database, full
+/// disk) never resets or touches the cache; a reset sets the old files aside in `quarantine/`
+/// instead of deleting them; nothing is labelled encrypted before the cipher is proven.
+public enum CacheOpener {
+    public static func open(_ configuration: StoreConfiguration) -> OpenReport {
+        var procedure = OpenProcedure(configuration)
+        return procedure.run()
+    }
+}
+
+/// A failure inside the procedure, already classified.
+enum OpenStop: Error {
+    case unavailable(UnavailableReason)
+    case cannotEncrypt(EncryptionUnavailable)
+}
+
+/// Where a database problem sends the procedure.
+enum DatabaseVerdict {
+    case damaged
+    case transient(UnavailableReason)
+    case unclassified(Int32)
+
+    init(_ error: any Error) {
+        switch error {
+        case let e as DatabaseError:
+            switch e.failureClass {
+            case .damaged: self = .damaged
+            case .busy: self = .transient(.databaseBusy)
+            case .diskFull: self = .transient(.diskFull)
+            case .readOnly: self = .transient(.readOnly)
+            case .resources: self = .transient(.resources)
+            case .cannotOpen, .unclassified: self = .unclassified(e.primaryCode)
+            }
+        case let problem as Schema.Problem:
+            switch problem {
+            case .empty: self = .damaged
+            case .newer, .mismatch: self = .unclassified(1)
+            }
+        case let e as SecureFileError:
+            self = e.isRefusal ? .transient(.unsafeFiles(e.description)) : .unclassified(1)
+        case let stop as OpenStop:
+            if case .unavailable(let reason) = stop { self = .transient(reason) } else { self = .unclassified(1) }
+        default:
+            self = .unclassified(1)
+        }
+    }
+}
+
+struct OpenProcedure {
+    let config: StoreConfiguration
+    let dir: CacheDirectory
+    let engine = CipherEngine.current
+    var notes: [String] = []
+    var resets: [CacheReset] = []
+    var lock: DirectoryLock?
+
+    init(_ config: StoreConfiguration) {
+        self.config = config
+        dir = config.directory
+    }
+
+    mutating func run() -> OpenReport {
+        do {
+            let (cache, fallback) = try openOrCreate()
+            let quarantine = Quarantine(directory: dir, policy: config.quarantine, now: config.now)
+            for reset in resets { quarantine.markReported(reset.quarantinedAs) }
+            let outcome: OpenReport.Outcome = fallback.map { .plaintextFallback($0) } ?? .ready
+            return OpenReport(outcome: outcome, resets: resets, cache: cache, notes: notes)
+        } catch let stop as OpenStop {
+            lock?.release()
+            switch stop {
+            case .unavailable(let reason):
+                return OpenReport(outcome: .unavailable(reason), resets: resets, cache: nil, notes: notes)
+            case .cannotEncrypt(let why):
+                return OpenReport(outcome: .onlineOnly(why), resets: resets, cache: nil, notes: notes)
+            }
+        } catch {
+            lock?.release()
+            let verdict = DatabaseVerdict(error)
+            let reason: UnavailableReason
+            switch verdict {
+            case .transient(let r): reason = r
+            case .damaged, .unclassified: reason = .unclassified(code: 1, attempt: 0, of: config.escalationThreshold)
+            }
+            notes.append("open failed: \(error)")
+            return OpenReport(outcome: .unavailable(reason), resets: resets, cache: nil, notes: notes)
+        }
+    }
+
+    // MARK: - Entry
+
+    /// Returns the open cache and, when encryption was requested but could not run under
+    /// `.plaintextFallback`, why.
+    mutating func openOrCreate() throws -> (VaultCache, EncryptionUnavailable?) {
+        if dir.exists {
+            do {
+                try SecureFiles.checkDirectory(dir.path)
+            } catch {
+                throw OpenStop.unavailable(.unsafeFiles(error.description))
+            }
+        } else {
+            // No cache yet: decide whether anything may be written before creating the directory.
+            if config.encryption, case .cannotRun(let why) = encryptionFeasibility(), config.failureBehavior == .onlineOnly {
+                throw OpenStop.cannotEncrypt(why)
+            }
+            do {
+                try SecureFiles.ensureDirectory(dir.path)
+            } catch {
+                throw OpenStop.unavailable(error.isRefusal ? .unsafeFiles(error.description) : .readOnly)
+            }
+        }
+        switch DirectoryLock.acquire(dir.lockFile) {
+        case .success(let acquired): lock = acquired
+        case .failure(.held(let pid)): throw OpenStop.unavailable(.cacheInUse(pid: pid))
+        case .failure(.system(let error)):
+            throw OpenStop.unavailable(error.isRefusal ? .unsafeFiles(error.description) : .readOnly)
+        }
+        for file in dir.databaseFiles + [dir.manifest] {
+            do {
+                try SecureFiles.checkFile(file)
+            } catch .notFound {
+                continue
+            } catch {
+                throw OpenStop.unavailable(.unsafeFiles(error.description))
+            }
+        }
+        var quarantine = Quarantine(directory: dir, policy: config.quarantine, now: config.now)
+        quarantine.prune(keepingCacheId: nil, keyStores: config.keyStores, applicationId: config.applicationId, account: config.account)
+        if config.synchronousIntegrityCheckLimit < 0 { notes.append("integrity checks disabled") }
+
+        let header = CipherProof.header(of: dir.database)
+        switch ManifestFile.read(directory: dir.path) {
+        case .newerFormat(let version):
+            throw OpenStop.unavailable(.newerManifest(version))
+        case .missing, .damaged:
+            if header == .missing || header == .empty {
+                if header == .empty { notes.append("an empty database file without a manifest was replaced") }
+                return try createFresh(afterReset: false)
+            }
+            notes.append("the manifest was missing or damaged; inferring it from the database")
+            return try infer(header: header, hint: nil)
+        case .valid(let manifest):
+            switch header {
+            case .missing, .empty:
+                // A cache existed here (its manifest says so) but its database is gone or emptied.
+                try reset(.corrupted, manifest: manifest, salvageWith: nil)
+                return try createFresh(afterReset: true)
+            case .plaintext where manifest.encrypted, .opaque where !manifest.encrypted:
+                notes.append("the manifest contradicts the database header; inferring it from the database")
+                return try infer(header: header, hint: manifest)
+            default:
+                return try openExisting(manifest)
+            }
+        }
+    }
+
+    // MARK: - Existing caches
+
+    mutating func openExisting(_ manifest: Manifest) throws -> (VaultCache, EncryptionUnavailable?) {
+        if manifest.encrypted != config.encryption {
+            return try changeEncryption(manifest)
+        }
+        if manifest.encrypted {
+            let (key, store) = try verifiedKey(for: manifest, onLost: .keyLost, onWrong: .wrongKey)
+            guard let key, let store else { return try createFresh(afterReset: true) }
+            return try (openDatabase(manifest, keying: .encrypted(key, manifest.cipherProfile ?? .standard()), store: store), nil)
+        }
+        return try (openDatabase(manifest, keying: .plaintext, store: nil), nil)
+    }
+
+    /// Looks up and checks the key of an encrypted cache. On a lost or wrong key it performs the
+    /// reset (quarantine) and returns nil, so the caller creates the replacement.
+    mutating func verifiedKey(for manifest: Manifest, onLost: OfflineCacheResetReason, onWrong: OfflineCacheResetReason) throws -> (CacheKey?, (any KeyStore)?) {
+        guard engine.isAvailable else { throw OpenStop.unavailable(.cipherUnavailable) }
+        guard let store = keyStore(for: manifest) else {
+            throw OpenStop.unavailable(.keyStorageNotAccepted(manifest.keyStorage))
+        }
+        switch store.lookup(itemID(manifest.cacheId)) {
+        case .unavailable(let reason):
+            throw OpenStop.unavailable(.keyStore(reason))
+        case .absent:
+            try reset(onLost, manifest: manifest, salvageWith: nil)
+            return (nil, nil)
+        case .found(let key, _):
+            guard key.checkValue(cacheId: manifest.cacheId) == manifest.keyCheck else {
+                try reset(onWrong, manifest: manifest, salvageWith: nil)
+                return (nil, nil)
+            }
+            return (key, store)
+        }
+    }
+
+    /// Opens the database of a valid manifest; classifies any failure.
+    mutating func openDatabase(_ manifest: Manifest, keying: ConnectionKeying, store: (any KeyStore)?) throws -> VaultCache {
+        do {
+            return try connect(manifest, keying: keying, store: store)
+        } catch {
+            switch DatabaseVerdict(error) {
+            case .transient(let reason):
+                throw OpenStop.unavailable(reason)
+            case .damaged:
+                try reset(.corrupted, manifest: manifest, salvageWith: keying)
+                return try createFresh(afterReset: true).0
+            case .unclassified(let code):
+                var counted = manifest
+                counted.consecutiveUnclassifiedFailures += 1
+                counted.lastFailureCode = code
+                notes.append("unclassified open failure \(counted.consecutiveUnclassifiedFailures) of \(config.escalationThreshold): \(error)")
+                if counted.consecutiveUnclassifiedFailures >= config.escalationThreshold {
+                    try reset(.escalated, manifest: counted, salvageWith: keying)
+                    return try createFresh(afterReset: true).0
+                }
+                try? ManifestFile.write(counted, directory: dir.path)
+                throw OpenStop.unavailable(.unclassified(code: code, attempt: counted.consecutiveUnclassifiedFailures, of: config.escalationThreshold))
+            }
+        }
+    }
+
+    /// Opens writer and reader, migrates and verifies the schema, checks integrity, proves the
+    /// cipher. Throws the raw error for classification.
+    mutating func connect(_ manifest: Manifest, keying: ConnectionKeying, store: (any KeyStore)?, creating: Bool = false) throws -> VaultCache {
+        var options = config.connection
+        options.create = creating
+        let writer = try DatabaseQueue(path: dir.database, keying: keying, options: options, label: "writer")
+        try writer.sync { db in try Schema.prepare(db, expectExisting: !creating) }
+        let size = fileSize(dir.database) + fileSize(dir.wal)
+        let checkNow = config.synchronousIntegrityCheckLimit >= 0 && size <= config.synchronousIntegrityCheckLimit
+        if checkNow, !creating {
+            guard try writer.sync({ db in try IntegrityCheck.run(db) }) else {
+                throw DatabaseError(extendedCode: 11, message: "quick_check failed", operation: "quick_check")
+            }
+        }
+        var provenCipher: String?
+        if case .encrypted(_, let profile) = keying {
+            // Prove the cipher: the engine names itself, and the file on disk is not plaintext.
+            try writer.sync { db in try db.execute("PRAGMA wal_checkpoint(PASSIVE)") }
+            guard engine.isAvailable, CipherProof.header(of: dir.database) == .opaque else {
+                throw OpenStop.cannotEncrypt(.cipherNotProven)
+            }
+            provenCipher = profile.cipherDescription(engine: engine)
+        }
+        var readerOptions = config.connection
+        readerOptions.readOnly = true
+        let reader = try DatabaseQueue(path: dir.database, keying: keying, options: readerOptions, label: "reader")
+        var final = manifest
+        if final.consecutiveUnclassifiedFailures != 0 || final.lastFailureCode != nil {
+            final.consecutiveUnclassifiedFailures = 0
+            final.lastFailureCode = nil
+            try? ManifestFile.write(final, directory: dir.path)
+        }
+        guard let lock else { throw OpenStop.unavailable(.cacheInUse(pid: nil)) }
+        return VaultCache(directory: dir, manifest: final, keyStoreName: store?.name, provenCipher: provenCipher,
+                          needsBackgroundIntegrityCheck: !checkNow && !creating, writer: writer, reader: reader, lock: lock)
+    }
+
+    // MARK: - Creating
+
+    enum Feasibility {
+        case ok(any KeyStore)
+        case cannotRun(EncryptionUnavailable)
+        case transient(KeyUnavailableReason)
+    }
+
+    /// Whether an encrypted cache can be created now, and in which store. A missing store (no bus,
+    /// no provider) moves on to the next accepted tier; a closed one (locked) stops: we wait for
+    /// it rather than fall back.
+    mutating func encryptionFeasibility() -> Feasibility {
+        guard engine.isAvailable else { return .cannotRun(.cipherNotProven) }
+        var missing: [String: KeyUnavailableReason] = [:]
+        for (index, store) in config.keyStores.enumerated() {
+            switch store.availability() {
+            case .available:
+                if index > 0 {
+                    notes.append("key storage fell back to the \(store.tier.rawValue) tier (\(store.name)): " + missing.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.rawValue)" }.joined(separator: ", "))
+                }
+                return .ok(store)
+            case .unavailable(let reason) where reason.meansStoreMissing:
+                missing[store.name] = reason
+            case .unavailable(let reason):
+                return .transient(reason)
+            }
+        }
+        return .cannotRun(.noKeyStore(missing))
+    }
+
+    /// Creates an empty cache (encrypted if configured and possible). After a reset it also
+    /// collects reset notices left by an earlier run that stopped before its replacement existed.
+    mutating func createFresh(afterReset: Bool) throws -> (VaultCache, EncryptionUnavailable?) {
+        for path in dir.databaseFiles + [dir.migrationTarget, dir.manifest] { CacheDirectory.remove(path) }
+        if !afterReset {
+            resets += Quarantine(directory: dir, policy: config.quarantine, now: config.now).takeUnreportedResets()
+        }
+        var created: (VaultCache, EncryptionUnavailable?)
+        if config.encryption {
+            switch encryptionFeasibility() {
+            case .ok(let store):
+                created = (try createEncrypted(in: store), nil)
+            case .transient(let reason):
+                throw OpenStop.unavailable(.keyStore(reason))
+            case .cannotRun(let why):
+                guard config.failureBehavior == .plaintextFallback else { throw OpenStop.cannotEncrypt(why) }
+                notes.append("encryption cannot run (\(why)); an unencrypted cache was created as configured (plaintextFallback)")
+                created = (try createPlaintext(), why)
+            }
+        } else {
+            created = (try createPlaintext(), nil)
+        }
+        if !pendingSalvage.isEmpty {
+            let rows = pendingSalvage
+            try created.0.writer.sync { db in try Salvage.restore(rows, into: db) }
+            notes.append("\(rows.count) unsent messages were salvaged into the new cache")
+            pendingSalvage = []
+        }
+        return created
+    }
+
+    mutating func createEncrypted(in store: any KeyStore) throws -> VaultCache {
+        let key = try CacheKey.generate()
+        let cacheId = UUID().uuidString.lowercased()
+        let keyId = UUID().uuidString.lowercased()
+        do {
+            try store.store(key, keyId: keyId, for: itemID(cacheId), label: config.keyLabel)
+        } catch {
+            throw OpenStop.unavailable(.keyStore(error.reason))
+        }
+        let profile = CipherProfile.standard(engine: engine)
+        let manifest = Manifest(cacheId: cacheId, encrypted: true, keyStorage: store.tier, keyStore: store.name, keyId: keyId,
+                                keyCheck: key.checkValue(cacheId: cacheId), cipherProfile: profile, createdAt: config.now())
+        do {
+            let cache = try connect(manifest, keying: .encrypted(key, profile), store: store, creating: true)
+            try ManifestFile.write(manifest, directory: dir.path)
+            return cache
+        } catch {
+            for path in dir.databaseFiles { CacheDirectory.remove(path) }
+            try? store.delete(itemID(cacheId))
+            throw creationFailure(error)
+        }
+    }
+
+    mutating func createPlaintext() throws -> VaultCache {
+        let manifest = Manifest(cacheId: UUID().uuidString.lowercased(), encrypted: false, keyStorage: .none, keyStore: nil,
+                                keyId: nil, keyCheck: nil, cipherProfile: nil, createdAt: config.now())
+        do {
+            let cache = try connect(manifest, keying: .plaintext, store: nil, creating: true)
+            try ManifestFile.write(manifest, directory: dir.path)
+            return cache
+        } catch {
+            for path in dir.databaseFiles { CacheDirectory.remove(path) }
+            throw creationFailure(error)
+        }
+    }
+
+    func creationFailure(_ error: any Error) -> any Error {
+        if error is OpenStop { return error }
+        switch DatabaseVerdict(error) {
+        case .transient(let reason): return OpenStop.unavailable(reason)
+        case .damaged, .unclassified: return OpenStop.unavailable(.readOnly)
+        }
+    }
+
+    // MARK: - Resets
+
+    /// Sets the current cache aside (quarantine) after salvaging what can be read of its outbox.
+    /// The salvaged rows are re-inserted by `createFresh` through `pendingSalvage`.
+    mutating func reset(_ reason: OfflineCacheResetReason, manifest: Manifest?, salvageWith keying: ConnectionKeying?) throws {
+        var salvage = Salvage.Result.unreadable
+        if let keying, CipherProof.header(of: dir.database) != .missing {
+            salvage = Salvage.outbox(databasePath: dir.database, keying: keying, options: config.connection)
+        }
+        // A plaintext copy may not stay behind when the app asks for encryption.
+        let keepPlaintext = !config.encryption
+        var quarantine = Quarantine(directory: dir, policy: config.quarantine, now: config.now)
+        let lost = salvage.pendingMessagesLost
+        let entry = quarantine.setAside(reason: reason, pendingMessagesLost: lost, keepPlaintext: keepPlaintext)
+        pendingSalvage = salvage.rows
+        resets.append(CacheReset(reason: reason, pendingMessagesLost: lost, quarantinedAs: entry))
+        notes.append("reset \(reason.rawValue): \(lost == offlinePendingCountUnknown ? "unknown number of" : String(lost)) unsent messages lost")
+        quarantine.prune(keepingCacheId: manifest?.cacheId, keyStores: config.keyStores, applicationId: config.applicationId, account: config.account)
+    }
+
+    var pendingSalvage: [[DatabaseValue]] = []
+
+    // MARK: - Helpers
+
+    func itemID(_ cacheId: String) -> KeyItemID {
+        KeyItemID(applicationId: config.applicationId, account: config.account, cacheId: cacheId)
+    }
+
+    func keyStore(for manifest: Manifest) -> (any KeyStore)? {
+        config.keyStores.first { $0.name == manifest.keyStore && $0.tier == manifest.keyStorage }
+            ?? config.keyStores.first { $0.tier == manifest.keyStorage }
+    }
+
+    func fileSize(_ path: String) -> Int64 {
+        var st = stat()
+        return lstat(path, &st) == 0 ? Int64(st.st_size) : 0
+    }
+}

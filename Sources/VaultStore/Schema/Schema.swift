@@ -1,0 +1,168 @@
+/// The cache schema and its migrations, written for SQLite 3.15.2 (Debian 12's SQLCipher 3.4.1):
+/// no UPSERT, no JSON1, no window functions, no RETURNING, no DROP/RENAME COLUMN.
+///
+/// `PRAGMA user_version` holds the schema version. Each migration runs in one transaction with the
+/// version bump, so a crash leaves the previous version intact.
+public enum Schema {
+    public struct Migration: Sendable {
+        public let version: Int
+        public let statements: [String]
+    }
+
+    /// Every migration, in order. Later work appends; it never edits a shipped migration.
+    public static let migrations: [Migration] = [
+        Migration(version: 1, statements: [
+            // One row per conversation (user or group). Model fields beyond the indexed ones live
+            // in `payload` (an encoded model) so later work can add fields without a migration.
+            """
+            CREATE TABLE conversations (
+                id TEXT PRIMARY KEY NOT NULL,
+                type TEXT NOT NULL,
+                peer_id TEXT NOT NULL,
+                last_message_at INTEGER NOT NULL DEFAULT 0,
+                last_opened_at INTEGER NOT NULL DEFAULT 0,
+                updated_at INTEGER NOT NULL DEFAULT 0,
+                unread_count INTEGER NOT NULL DEFAULT 0,
+                payload BLOB
+            )
+            """,
+            // Messages received or sent. `server_id` is NULL until the server acknowledges;
+            // `local_id` is the outbox handle (NULL for messages that never went through it).
+            """
+            CREATE TABLE messages (
+                row_id INTEGER PRIMARY KEY,
+                server_id INTEGER UNIQUE,
+                local_id TEXT UNIQUE,
+                conversation_id TEXT NOT NULL,
+                parent_id INTEGER NOT NULL DEFAULT 0,
+                sender_id TEXT NOT NULL,
+                receiver_id TEXT NOT NULL,
+                receiver_type TEXT NOT NULL,
+                category TEXT NOT NULL,
+                type TEXT NOT NULL,
+                sent_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL DEFAULT 0,
+                deleted_at INTEGER NOT NULL DEFAULT 0,
+                status INTEGER NOT NULL DEFAULT 0,
+                source INTEGER NOT NULL DEFAULT 0,
+                flags INTEGER NOT NULL DEFAULT 0,
+                body TEXT,
+                payload BLOB
+            )
+            """,
+            "CREATE INDEX messages_by_conversation ON messages (conversation_id, parent_id, sent_at, row_id)",
+            // The durable outbox: unsent messages in compose order (`seq`).
+            """
+            CREATE TABLE outbox (
+                local_id TEXT PRIMARY KEY NOT NULL,
+                seq INTEGER NOT NULL UNIQUE,
+                conversation_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                state INTEGER NOT NULL,
+                failure_reason TEXT,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL DEFAULT 0,
+                payload BLOB NOT NULL
+            )
+            """,
+            "CREATE INDEX outbox_by_conversation ON outbox (conversation_id, seq)",
+            // Media files cached on disk (bytes live under media/ and outgoing/).
+            """
+            CREATE TABLE media (
+                url_key TEXT PRIMARY KEY NOT NULL,
+                message_id TEXT,
+                local_file TEXT NOT NULL,
+                bytes INTEGER NOT NULL,
+                mime TEXT,
+                outgoing INTEGER NOT NULL DEFAULT 0,
+                created_at INTEGER NOT NULL,
+                last_access INTEGER NOT NULL
+            )
+            """,
+            "CREATE INDEX media_by_access ON media (outgoing, last_access)",
+            // Entity-list snapshots recorded online, replayed offline page by page.
+            """
+            CREATE TABLE list_snapshots (
+                query_key TEXT NOT NULL,
+                page INTEGER NOT NULL,
+                kind TEXT NOT NULL,
+                recorded_at INTEGER NOT NULL,
+                last_used INTEGER NOT NULL,
+                payload BLOB NOT NULL,
+                PRIMARY KEY (query_key, page)
+            )
+            """,
+            // Small key-value state (sync points, settings).
+            """
+            CREATE TABLE kv (
+                key TEXT PRIMARY KEY NOT NULL,
+                value BLOB
+            )
+            """,
+        ]),
+    ]
+
+    /// The version this code writes.
+    public static var currentVersion: Int { migrations.last?.version ?? 0 }
+
+    /// The tables (and their columns) a cache must have at `currentVersion`. Checked on every open,
+    /// so a damaged or foreign schema is caught before any read is served.
+    public static let requiredColumns: [String: [String]] = [
+        "conversations": ["id", "type", "peer_id", "last_message_at", "last_opened_at", "updated_at", "unread_count", "payload"],
+        "messages": ["row_id", "server_id", "local_id", "conversation_id", "parent_id", "sender_id", "receiver_id",
+                     "receiver_type", "category", "type", "sent_at", "updated_at", "deleted_at", "status", "source",
+                     "flags", "body", "payload"],
+        "outbox": ["local_id", "seq", "conversation_id", "kind", "state", "failure_reason", "attempts", "created_at",
+                   "updated_at", "payload"],
+        "media": ["url_key", "message_id", "local_file", "bytes", "mime", "outgoing", "created_at", "last_access"],
+        "list_snapshots": ["query_key", "page", "kind", "recorded_at", "last_used", "payload"],
+        "kv": ["key", "value"],
+    ]
+
+    /// Why a schema cannot be used.
+    public enum Problem: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The file has no tables although a cache was created here (truncated or emptied).
+        case empty
+        /// Written by a newer version of ChatVault.
+        case newer(Int)
+        /// A table or column is missing.
+        case mismatch(String)
+
+        public var description: String {
+            switch self {
+            case .empty: return "the database has no schema"
+            case .newer(let v): return "schema version \(v) is newer than this build's \(Schema.currentVersion)"
+            case .mismatch(let what): return "schema mismatch: \(what)"
+            }
+        }
+    }
+
+    /// Brings a database to `currentVersion` and verifies its shape.
+    /// - Parameter expectExisting: a cache was created here before, so an empty file is damage.
+    static func prepare(_ db: Database, expectExisting: Bool) throws -> Void {
+        let version = Int(try db.scalarInt("PRAGMA user_version") ?? 0)
+        let tableCount = try db.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table'") ?? 0
+        if version == 0 && tableCount == 0 && expectExisting { throw Problem.empty }
+        if version > currentVersion { throw Problem.newer(version) }
+        for migration in migrations where migration.version > version {
+            try db.transaction {
+                for statement in migration.statements { try db.execute(statement) }
+                try db.execute("PRAGMA user_version = \(migration.version)")
+            }
+        }
+        try verify(db)
+    }
+
+    static func verify(_ db: Database) throws {
+        for (table, columns) in requiredColumns.sorted(by: { $0.key < $1.key }) {
+            let stmt = try db.prepare("PRAGMA table_info(\(table))")
+            var present = Set<String>()
+            while try stmt.step() { present.insert(stmt.text(1) ?? "") }
+            if present.isEmpty { throw Problem.mismatch("table \(table) is missing") }
+            for column in columns where !present.contains(column) {
+                throw Problem.mismatch("column \(table).\(column) is missing")
+            }
+        }
+    }
+}
