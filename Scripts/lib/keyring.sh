@@ -1,0 +1,57 @@
+# Private D-Bus sessions with a headless gnome-keyring, for Scripts/test and Scripts/chatvault.
+# Source after common.sh.
+
+# Tells the session bus what environment to give the services it activates (a gnome-keyring that
+# restarts, gcr-prompter): the keyring's own directories, and no display, so an unlock prompt fails
+# at once instead of opening a window on the developer's desktop.
+#   chatvault_keyring_activation_env HOME XDG_DATA_HOME XDG_RUNTIME_DIR
+chatvault_keyring_activation_env() {
+    dbus-update-activation-environment HOME="$1" XDG_DATA_HOME="$2" XDG_RUNTIME_DIR="$3" \
+        XDG_CONFIG_HOME="$1/.config" XDG_CACHE_HOME="$1/.cache" DISPLAY= WAYLAND_DISPLAY=
+}
+
+# Starts gnome-keyring's Secret Service on the current session bus and unlocks (or, the first time,
+# creates) its login keyring with the password read from stdin. Waits until the service answers.
+#   printf %s "$password" | chatvault_keyring_start HOME XDG_DATA_HOME XDG_RUNTIME_DIR LOG [--replace]
+chatvault_keyring_start() {
+    local home=$1 data=$2 runtime=$3 log=$4 replace=${5:-}
+    # The daemon forks into the background; its stdout (environment lines) is not needed.
+    env HOME="$home" XDG_DATA_HOME="$data" XDG_RUNTIME_DIR="$runtime" \
+        XDG_CONFIG_HOME="$home/.config" XDG_CACHE_HOME="$home/.cache" DISPLAY= WAYLAND_DISPLAY= \
+        gnome-keyring-daemon $replace --unlock --components=secrets >/dev/null 2>>"$log"
+    chatvault_wait_for_secret_service 10 || { cat "$log" >&2; return 1; }
+}
+
+# True once org.freedesktop.secrets is owned on the session bus (polls up to $1 seconds).
+chatvault_wait_for_secret_service() {
+    local tries=$(( ${1:-10} * 10 ))
+    while [ "$tries" -gt 0 ]; do
+        if chatvault_bus_name_has_owner org.freedesktop.secrets; then return 0; fi
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+    echo "the Secret Service did not appear on the session bus" >&2
+    return 1
+}
+
+chatvault_bus_name_has_owner() {
+    dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+        org.freedesktop.DBus.NameHasOwner "string:$1" 2>/dev/null | grep -q 'boolean true'
+}
+
+chatvault_bus_name_activatable() {
+    dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+        org.freedesktop.DBus.ListActivatableNames 2>/dev/null | grep -q "\"$1\""
+}
+
+# Stops every process whose environment mentions the directory $1 (the daemons this script
+# started there: gnome-keyring, an activated prompter), by process id.
+chatvault_stop_processes_using() {
+    local dir=$1 pid
+    for pid in $(ls /proc 2>/dev/null | grep -E '^[0-9]+$'); do
+        [ "$pid" = "$$" ] && continue
+        if { tr '\0' '\n' < "/proc/$pid/environ"; } 2>/dev/null | grep -qE "^(HOME|XDG_RUNTIME_DIR)=$dir(/|$)"; then
+            kill "$pid" 2>/dev/null || true
+        fi
+    done
+}
