@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 @testable import VaultStore
 import VaultKeys
@@ -85,4 +86,97 @@ func filesContaining(_ marker: String, under path: String) -> [String] {
         if data.range(of: Data(needle)) != nil { hits.append(relative) }
     }
     return hits
+}
+
+/// Ways to damage a cache's files on disk, as a disk or a careless tool would.
+enum Damage {
+    static func overwrite(_ path: String, at offset: Int, count: Int) {
+        let fd = open(path, O_WRONLY)
+        precondition(fd >= 0, "cannot open \(path)")
+        var garbage = [UInt8](repeating: 0, count: count)
+        for i in garbage.indices { garbage[i] = UInt8.random(in: 0...255) }
+        _ = pwrite(fd, &garbage, count, off_t(offset))
+        fsync(fd)
+        close(fd)
+    }
+
+    /// Overwrites the first 64 bytes (for SQLCipher: the salt and the start of page 1).
+    static func header(_ path: String) { overwrite(path, at: 0, count: 64) }
+
+    /// Overwrites bytes inside the page in the middle of the file.
+    static func middlePage(_ path: String, pageSize: Int = 4096) {
+        let pages = fileSize(path) / pageSize
+        precondition(pages >= 3, "too small to have a middle page")
+        overwrite(path, at: (pages / 2) * pageSize + 512, count: 256)
+    }
+
+    static func truncateHalf(_ path: String) { truncate(path, off_t(fileSize(path) / 2)) }
+
+    static func garbageWAL(_ path: String) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var garbage = [UInt8](repeating: 0, count: 8192)
+        for i in garbage.indices { garbage[i] = UInt8.random(in: 0...255) }
+        _ = write(fd, &garbage, garbage.count)
+        close(fd)
+    }
+
+    static func fileSize(_ path: String) -> Int {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int(st.st_size) : 0
+    }
+}
+
+extension Harness {
+    /// The key the memory store holds for the current manifest's cache.
+    func currentKey() throws -> CacheKey {
+        let manifest = try XCTUnwrap(self.manifest())
+        guard case .found(let key, _) = keyStore.lookup(KeyItemID(applicationId: applicationId, account: account, cacheId: manifest.cacheId)) else {
+            throw HarnessError.noKey
+        }
+        return key
+    }
+
+    /// Opens the cache's database directly, bypassing the open procedure (to tamper with it).
+    func rawConnection() throws -> DatabaseQueue {
+        let manifest = try XCTUnwrap(self.manifest())
+        let keying: ConnectionKeying = manifest.encrypted ? .encrypted(try currentKey(), manifest.cipherProfile ?? .standard()) : .plaintext
+        return try DatabaseQueue(path: directory.database, keying: keying, options: ConnectionOptions(), label: "raw")
+    }
+
+    /// Creates a cache with `messages` and `pending` rows and closes it; returns its cache id.
+    @discardableResult
+    func createSeeded(encryption: Bool = true, messages: Int = 10, pending: Int = 2, marker: String = "MARKER-7f3a") throws -> String {
+        let report = open(configuration(encryption: encryption), expect: "ready")
+        let cache = try XCTUnwrap(report.cache)
+        try seed(cache, messages: messages, pending: pending, marker: marker)
+        let id = cache.cacheId
+        cache.close()
+        return id
+    }
+}
+
+enum HarnessError: Error {
+    case noKey
+}
+
+/// A fault injector that fails the first `count` probes with `code`, then lets everything through.
+final class FailFirst: Sendable {
+    private let remaining: Mutex<Int>
+    private let code: Int32
+
+    init(_ count: Int, with code: Int32) {
+        remaining = Mutex(count)
+        self.code = code
+    }
+
+    var injector: FaultInjector {
+        { [self] point, _ in
+            guard point == .probe else { return nil }
+            return remaining.withLock { n in
+                guard n > 0 else { return nil }
+                n -= 1
+                return code
+            }
+        }
+    }
 }

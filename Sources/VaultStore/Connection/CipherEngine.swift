@@ -21,6 +21,12 @@ public struct CipherEngine: Sendable, Equatable {
     /// The major SQLCipher version (3 or 4…), which decides the pragmas the profile needs.
     public var majorVersion: Int? { version.flatMap { Int($0.split(separator: ".").first ?? "") } }
 
+    package init(version: String?, cipherName: String?, sqliteVersion: String) {
+        self.version = version
+        self.cipherName = cipherName
+        self.sqliteVersion = sqliteVersion
+    }
+
     /// The probe result for this process.
     public static let current: CipherEngine = probe()
 

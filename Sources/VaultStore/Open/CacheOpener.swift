@@ -62,7 +62,7 @@ enum DatabaseVerdict {
 struct OpenProcedure {
     let config: StoreConfiguration
     let dir: CacheDirectory
-    let engine = CipherEngine.current
+    let engine: CipherEngine
     var notes: [String] = []
     var resets: [CacheReset] = []
     var lock: DirectoryLock?
@@ -70,6 +70,7 @@ struct OpenProcedure {
     init(_ config: StoreConfiguration) {
         self.config = config
         dir = config.directory
+        engine = config.cipherEngine ?? .current
     }
 
     mutating func run() -> OpenReport {

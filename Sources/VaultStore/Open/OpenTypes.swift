@@ -153,6 +153,8 @@ public struct StoreConfiguration: Sendable {
     public var synchronousIntegrityCheckLimit: Int64 = 8 << 20
     public var connection = ConnectionOptions()
     public var now: @Sendable () -> Date = { Date() }
+    /// Test seam: pretend the linked engine is this one (e.g. plain SQLite, no cipher).
+    package var cipherEngine: CipherEngine?
 
     public init(directory: CacheDirectory, applicationId: String, account: String, keyLabel: String,
                 encryption: Bool, failureBehavior: EncryptionFailureBehavior, keyStores: [any KeyStore]) {
