@@ -275,7 +275,7 @@ extension SecretServiceKeyStore {
                 // Normally one item; after an interrupted replace, the newest one is the current key.
                 for info in newestFirst(infos) where !info.locked {
                     let parsed = try calls.withSecret(ofItem: info.path, context) { bytes in
-                        Result { () throws(KeyMaterialError) -> CacheKey in try CacheKey.fromHex(bytes) }
+                        Result { () throws(KeyMaterialError) -> CacheKey in try parseKey(bytes) }
                     }
                     switch parsed {
                     case .success(let key)?:
@@ -413,6 +413,19 @@ extension SecretServiceKeyStore {
             return .success(found.unlocked.count)
         }
         return try outcome.get().get()
+    }
+
+    /// The key from an item's secret: exactly 64 hexadecimal digits, checked here before
+    /// `CacheKey.fromHex` sees them, since the bytes come from outside (anyone with access to the
+    /// keyring can edit an item).
+    static func parseKey(_ bytes: UnsafeRawBufferPointer) throws(KeyMaterialError) -> CacheKey {
+        guard bytes.count == CacheKey.byteCount * 2 else { throw .wrongLength(bytes.count / 2) }
+        let isHex = bytes.allSatisfy { c in
+            (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "f"))
+                || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "F"))
+        }
+        guard isHex else { throw .malformed }
+        return try CacheKey.fromHex(bytes)
     }
 
     static func newestFirst(_ infos: [SecretItemInfo]) -> [SecretItemInfo] {
