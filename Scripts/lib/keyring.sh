@@ -44,14 +44,28 @@ chatvault_bus_name_activatable() {
         org.freedesktop.DBus.ListActivatableNames 2>/dev/null | grep -q "\"$1\""
 }
 
-# Stops every process whose environment mentions the directory $1 (the daemons this script
-# started there: gnome-keyring, an activated prompter), by process id.
+# Stops, by process id, every process whose XDG_RUNTIME_DIR is the directory $1 or lies inside it:
+# the daemons started for one session (gnome-keyring, and whatever the bus activated with the
+# activation environment above). Each session has a runtime directory of its own, so this never
+# touches another session's daemons.
 chatvault_stop_processes_using() {
     local dir=$1 pid
     for pid in $(ls /proc 2>/dev/null | grep -E '^[0-9]+$'); do
         [ "$pid" = "$$" ] && continue
-        if { tr '\0' '\n' < "/proc/$pid/environ"; } 2>/dev/null | grep -qE "^(HOME|XDG_RUNTIME_DIR)=$dir(/|$)"; then
+        if { tr '\0' '\n' < "/proc/$pid/environ"; } 2>/dev/null | grep -qxE "XDG_RUNTIME_DIR=$dir(/.*)?"; then
             kill "$pid" 2>/dev/null || true
         fi
     done
+}
+
+# True when the current session bus (if any) has org.freedesktop.secrets, owned or activatable.
+# Never autolaunches a bus: without DBUS_SESSION_BUS_ADDRESS only $XDG_RUNTIME_DIR/bus is tried.
+chatvault_secret_service_reachable() {
+    local address=${DBUS_SESSION_BUS_ADDRESS:-}
+    if [ -z "$address" ]; then
+        [ -n "${XDG_RUNTIME_DIR:-}" ] && [ -S "$XDG_RUNTIME_DIR/bus" ] || return 1
+        address=unix:path=$XDG_RUNTIME_DIR/bus
+    fi
+    DBUS_SESSION_BUS_ADDRESS=$address chatvault_bus_name_has_owner org.freedesktop.secrets \
+        || DBUS_SESSION_BUS_ADDRESS=$address chatvault_bus_name_activatable org.freedesktop.secrets
 }
