@@ -72,6 +72,12 @@ public enum CacheRows {
         public var conversations: Int
         public var messages: Int
         public var pending: Int
+
+        public init(conversations: Int, messages: Int, pending: Int) {
+            self.conversations = conversations
+            self.messages = messages
+            self.pending = pending
+        }
     }
 
     public static func insert(_ conversations: [Conversation], into db: Database) throws {

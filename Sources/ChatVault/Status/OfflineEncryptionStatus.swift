@@ -1,0 +1,46 @@
+public import Foundation
+
+/// What encryption at rest is actually doing (`getOfflineEncryptionStatus()`).
+///
+/// Every field but `enabled` describes what was **achieved**: `enabled: true` with
+/// `atRest: "NONE"` is the tell-tale of encryption requested but not running. The status never
+/// contains the key, any part of it or its length.
+public struct OfflineEncryptionStatus: Sendable, Equatable, CustomStringConvertible {
+    /// What the app configured (offline on and `encryption` on).
+    public var enabled: Bool
+    /// `"SQLCIPHER"` when the open cache is encrypted and proven, else `"NONE"`.
+    public var atRest: String
+    /// `"KEYSTORE"`, `"SOFTWARE"` or `"NONE"`: where the open cache's key really is.
+    public var keyStorage: String
+    /// A cipher engine is present in this build (probed at run time, not assumed).
+    public var cipherAvailable: Bool
+    /// The cipher once proven by a keyed open and the file header, e.g. "AES-256-CBC/HMAC-SHA1".
+    public var cipher: String?
+    /// What is never covered, in words; nil when nothing is stored.
+    public var leakage: String?
+
+    /// The six keys, exactly: `enabled`, `atRest`, `keyStorage`, `cipherAvailable`, `cipher`,
+    /// `leakage` (null values are `NSNull`).
+    public var dictionary: [String: Any] {
+        [
+            "enabled": enabled,
+            "atRest": atRest,
+            "keyStorage": keyStorage,
+            "cipherAvailable": cipherAvailable,
+            "cipher": cipher.map { $0 as Any } ?? NSNull(),
+            "leakage": leakage.map { $0 as Any } ?? NSNull(),
+        ]
+    }
+
+    public var description: String {
+        "enabled=\(enabled) atRest=\(atRest) keyStorage=\(keyStorage) cipherAvailable=\(cipherAvailable) cipher=\(cipher ?? "null")"
+    }
+
+    /// What an encrypted cache still shows to someone holding its files.
+    public static let encryptedLeakage = "Not covered: media files (media/, outgoing/) are stored unencrypted; the manifest "
+        + "(cache id, key id, key-check value, cipher settings) is plaintext; file names, sizes and times are visible. "
+        + "Not end-to-end encryption: the server sees content."
+    /// What an unencrypted cache shows.
+    public static let plaintextLeakage = "The cache is not encrypted: anyone who can read its files can read cached "
+        + "messages, the outbox and media."
+}

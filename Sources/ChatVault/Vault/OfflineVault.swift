@@ -1,0 +1,361 @@
+import Foundation
+import VaultKeys
+public import VaultStore
+import Synchronization
+
+/// Where the offline engine stands for the logged-in user.
+public enum OfflineState: Sendable, Equatable {
+    /// Nobody is logged in.
+    case loggedOut
+    /// Offline support is off in the `OfflineConfig`: the SDK behaves as without it.
+    case disabled
+    /// The cache is being opened.
+    case opening
+    /// The cache is open (encrypted if configured).
+    case ready
+    /// Encryption was requested but cannot run; an unencrypted cache is open, reported as such.
+    case plaintextFallback(EncryptionUnavailable)
+    /// Temporarily unavailable (locked keyring, busy database…): retried with backoff and by
+    /// `retryOpen()`. Nothing was touched.
+    case unavailable(UnavailableReason)
+    /// Encryption was requested but cannot run, and the app chose `.onlineOnly`: no cache.
+    case onlineOnly(EncryptionUnavailable)
+
+    /// Stable names for tools and logs.
+    public var code: String {
+        switch self {
+        case .loggedOut: return "loggedOut"
+        case .disabled: return "disabled"
+        case .opening: return "opening"
+        case .ready: return "ready"
+        case .plaintextFallback: return "plaintextFallback"
+        case .unavailable: return "unavailable"
+        case .onlineOnly: return "onlineOnly"
+        }
+    }
+
+    /// Whether offline support is running (a cache is open and serving).
+    public var isOfflineActive: Bool {
+        switch self {
+        case .ready, .plaintextFallback: return true
+        default: return false
+        }
+    }
+}
+
+/// The result of `login`, `retryOpen` or a background re-open.
+public struct OpenAttempt: Sendable {
+    public let state: OfflineState
+    /// Resets performed by this attempt (each was also delivered to the reset listeners).
+    public let resets: [CacheReset]
+    /// Notes for the audit (a repaired manifest, a key-tier fallback…). No content, no keys.
+    public let notes: [String]
+    /// The open cache's id, when one is open.
+    public let cacheId: String?
+}
+
+/// The offline engine for one app: per-user encrypted caches, the open procedure, honest status
+/// and the reset listener.
+///
+///     let config = OfflineConfig.Builder().setEnabled(true).setEncryption(true).build()
+///     let vault = try OfflineVault(config: config, settings: VaultSettings(applicationId: "org.example.Chat"))
+///     vault.addOfflineCacheResetListener("RESET", resetObserver)
+///     let attempt = await vault.login(userId: "alice")
+///     if vault.isOfflineEnabled() { … }
+///     await vault.logout()          // closes the cache and keeps it
+///
+/// Several instances may exist in one process (tests do); two of them never open the same user's
+/// cache at once (the second gets `.unavailable(.cacheInUse)`).
+public final class OfflineVault: Sendable {
+    public let config: OfflineConfig
+    public let settings: VaultSettings
+    private let keyStores: [any KeyStore]
+    private let resetListeners = ListenerRegistry<any OfflineCacheResetListener>()
+    private let session = Mutex(Session())
+    /// Login, logout, retries and clears run one at a time, in order, on this queue.
+    private let lifecycle = DispatchQueue(label: "chatvault.lifecycle")
+
+    struct Session {
+        var userId: String?
+        var directory: CacheDirectory?
+        var state: OfflineState = .loggedOut
+        var cache: VaultCache?
+        /// Bumped by every login and logout: stale timers and deliveries check it.
+        var generation = 0
+        var attempts = 0
+    }
+
+    /// Creates the engine. Nothing is opened until `login`.
+    /// - Throws: `VaultSetupError.invalidApplicationId` when the application id is unusable.
+    public init(config: OfflineConfig, settings: VaultSettings) throws(VaultSetupError) {
+        guard settings.hasValidApplicationId else { throw .invalidApplicationId }
+        self.config = config
+        self.settings = settings
+        keyStores = settings.makeKeyStores()
+    }
+
+    // MARK: - Session
+
+    /// Opens (or creates) the user's cache. Returns once the cache is ready and any reset has
+    /// been delivered to the reset listeners, or once the open has failed (then retried in the
+    /// background while transient).
+    /// - Warning: with the default `.main` executor, the main queue must be running.
+    @discardableResult
+    public func login(userId: String) async -> OpenAttempt {
+        await onLifecycle { done in
+            self.closeLocked(state: .loggedOut)
+            guard !userId.isEmpty, userId.utf8.count <= 4096 else {
+                return done(OpenAttempt(state: .loggedOut, resets: [], notes: ["an empty or oversized user id was refused"], cacheId: nil))
+            }
+            let directory = CacheDirectory(root: self.settings.resolvedRoot,
+                                           account: CacheDirectory.account(applicationId: self.settings.applicationId, userId: userId))
+            let generation = self.session.withLock { s -> Int in
+                s.userId = userId
+                s.directory = directory
+                s.attempts = 0
+                s.generation += 1
+                s.state = self.config.enabled ? .opening : .disabled
+                return s.generation
+            }
+            guard self.config.enabled else {
+                return done(OpenAttempt(state: .disabled, resets: [], notes: [], cacheId: nil))
+            }
+            self.attemptOpen(generation: generation, integrityCheckLimit: nil, done: done)
+        }
+    }
+
+    /// Closes the cache and keeps it (the same user's next login is instant).
+    public func logout() async {
+        _ = await onLifecycle { done in
+            self.closeLocked(state: .loggedOut)
+            self.session.withLock { s in
+                s.userId = nil
+                s.directory = nil
+            }
+            done(OpenAttempt(state: .loggedOut, resets: [], notes: [], cacheId: nil))
+        }
+    }
+
+    /// Tries again now to open a cache that was unavailable (or online-only).
+    @discardableResult
+    public func retryOpen() async -> OpenAttempt {
+        await onLifecycle { done in
+            let (generation, state) = self.session.withLock { ($0.generation, $0.state) }
+            switch state {
+            case .unavailable, .onlineOnly:
+                self.session.withLock { $0.state = .opening }
+                self.attemptOpen(generation: generation, integrityCheckLimit: nil, done: done)
+            default:
+                done(OpenAttempt(state: state, resets: [], notes: [], cacheId: self.session.withLock { $0.cache?.cacheId }))
+            }
+        }
+    }
+
+    /// The engine's state for the logged-in user.
+    public var state: OfflineState { session.withLock { $0.state } }
+
+    /// The logged-in user, if any.
+    public var userId: String? { session.withLock { $0.userId } }
+
+    /// The open cache (for the CLI's audit and the package's tests).
+    package var openCache: VaultCache? { session.withLock { $0.state.isOfflineActive ? $0.cache : nil } }
+
+    /// The logged-in user's cache directory.
+    package var cacheDirectory: CacheDirectory? { session.withLock { $0.directory } }
+
+    // MARK: - The seeds' surface
+
+    /// Whether offline support is actually running for the logged-in user: false before login,
+    /// after logout, while opening, and while the cache cannot open. Read it at each decision.
+    public func isOfflineEnabled() -> Bool {
+        session.withLock { $0.state.isOfflineActive }
+    }
+
+    /// What encryption at rest is doing, as the seeds' six-key dictionary.
+    public func getOfflineEncryptionStatus() -> [String: Any] {
+        offlineEncryptionStatus().dictionary
+    }
+
+    /// What encryption at rest is doing, typed.
+    public func offlineEncryptionStatus() -> OfflineEncryptionStatus {
+        let (state, cache) = session.withLock { ($0.state, $0.cache) }
+        let engine = CipherEngine.current
+        var status = OfflineEncryptionStatus(enabled: config.enabled && config.encryption, atRest: OfflineEncryptionTier.NONE,
+                                             keyStorage: OfflineEncryptionTier.NONE, cipherAvailable: engine.isAvailable,
+                                             cipher: nil, leakage: nil)
+        guard state.isOfflineActive, let cache else { return status }
+        if cache.isEncrypted {
+            status.atRest = OfflineEncryptionTier.SQLCIPHER
+            status.keyStorage = cache.keyStorage.rawValue
+            status.cipher = cache.provenCipher
+            status.leakage = OfflineEncryptionStatus.encryptedLeakage
+        } else {
+            status.leakage = OfflineEncryptionStatus.plaintextLeakage
+        }
+        return status
+    }
+
+    /// Bytes on disk of the logged-in user's cache (database, WAL, media). Reads the disk.
+    public func getCacheSize() -> Int64 {
+        let (cache, directory) = session.withLock { ($0.cache, $0.directory) }
+        if let cache { return cache.bytesOnDisk() }
+        return directory?.bytesOnDisk() ?? 0
+    }
+
+    /// Wipes the cached messages, conversations, outbox, snapshots and media of the logged-in
+    /// user, keeping the (now empty) cache open. Fire and forget; see `clearOfflineCacheAndWait()`.
+    /// - Warning: destroys the user's cached data, unsent messages included.
+    public func clearOfflineCache() {
+        Task { try? await self.clearOfflineCacheAndWait() }
+    }
+
+    /// Wipes the cache like `clearOfflineCache()` and reports the outcome.
+    /// - Throws: `ERROR_OFFLINE_DISABLED` when no cache is open; `ERROR_OFFLINE_MESSAGE_PERSIST_FAILED`
+    ///   when the database refused (busy, full): nothing was changed, try again.
+    public func clearOfflineCacheAndWait() async throws(CometChatException) {
+        let outcome: Result<Void, CometChatException> = await withCheckedContinuation { continuation in
+            lifecycle.async {
+                guard let cache = self.session.withLock({ $0.state.isOfflineActive ? $0.cache : nil }) else {
+                    return continuation.resume(returning: .failure(CometChatException(.offlineDisabled, "offline support is not active")))
+                }
+                do {
+                    try cache.writer.sync { db in try CacheRows.clearAll(db) }
+                    for dir in [cache.directory.media, cache.directory.outgoing] {
+                        try? FileManager.default.removeItem(atPath: dir)
+                    }
+                    continuation.resume(returning: .success(()))
+                } catch {
+                    continuation.resume(returning: .failure(CometChatException(.offlineMessagePersistFailed, "the cache could not be cleared: \(error)")))
+                }
+            }
+        }
+        try outcome.get()
+    }
+
+    /// Registers a reset listener (held weakly; one per id). Works before login and across
+    /// logout, login and restarts of the cache.
+    public func addOfflineCacheResetListener(_ id: String, _ listener: any OfflineCacheResetListener) {
+        resetListeners.add(id, listener)
+    }
+
+    public func removeOfflineCacheResetListener(_ id: String) {
+        resetListeners.remove(id)
+    }
+
+    // MARK: - Internals
+
+    /// Runs `body` on the lifecycle queue; `body` calls `done` exactly once (possibly later, from
+    /// the callback executor).
+    private func onLifecycle(_ body: @escaping @Sendable (_ done: @escaping @Sendable (OpenAttempt) -> Void) -> Void) async -> OpenAttempt {
+        await withCheckedContinuation { continuation in
+            lifecycle.async {
+                body { attempt in continuation.resume(returning: attempt) }
+            }
+        }
+    }
+
+    /// Closes the open cache, if any, and invalidates timers (on the lifecycle queue).
+    private func closeLocked(state: OfflineState) {
+        let cache = session.withLock { s -> VaultCache? in
+            s.generation += 1
+            s.state = state
+            defer { s.cache = nil }
+            return s.cache
+        }
+        cache?.close()
+    }
+
+    private func storeConfiguration(directory: CacheDirectory, userId: String, integrityCheckLimit: Int64?) -> StoreConfiguration {
+        var store = StoreConfiguration(directory: directory, applicationId: settings.applicationId,
+                                       account: directory.path.split(separator: "/").last.map(String.init) ?? "",
+                                       keyLabel: "\(settings.applicationName) offline cache key (\(userId))",
+                                       encryption: config.encryption, failureBehavior: config.encryptionFailureBehavior,
+                                       keyStores: keyStores)
+        store.escalationThreshold = settings.escalationThreshold
+        store.quarantine = settings.quarantine
+        store.synchronousIntegrityCheckLimit = integrityCheckLimit ?? settings.synchronousIntegrityCheckLimit
+        return store
+    }
+
+    /// Runs the open procedure (on the lifecycle queue) and publishes its outcome.
+    private func attemptOpen(generation: Int, integrityCheckLimit: Int64?, done: @escaping @Sendable (OpenAttempt) -> Void) {
+        guard let (userId, directory) = session.withLock({ s -> (String, CacheDirectory)? in
+            guard s.generation == generation, let user = s.userId, let dir = s.directory else { return nil }
+            return (user, dir)
+        }) else {
+            return done(OpenAttempt(state: state, resets: [], notes: ["superseded by a later login or logout"], cacheId: nil))
+        }
+        let report = CacheOpener.open(storeConfiguration(directory: directory, userId: userId, integrityCheckLimit: integrityCheckLimit))
+        let newState: OfflineState
+        switch report.outcome {
+        case .ready: newState = .ready
+        case .plaintextFallback(let why): newState = .plaintextFallback(why)
+        case .unavailable(let why): newState = .unavailable(why)
+        case .onlineOnly(let why): newState = .onlineOnly(why)
+        }
+        let attempt = OpenAttempt(state: newState, resets: report.resets, notes: report.notes, cacheId: report.cache?.cacheId)
+        let listeners = report.resets.isEmpty ? [] : resetListeners.live()
+        let resets = report.resets
+        // The cache starts serving only after the reset listeners have run, on the executor; the
+        // lifecycle waits for that, so the next login or logout sees a settled state.
+        let delivered = DispatchSemaphore(value: 0)
+        defer { delivered.wait() }
+        settings.callbackExecutor.execute {
+            defer { delivered.signal() }
+            for reset in resets {
+                for listener in listeners { listener.onOfflineCacheReset(reset.reason, reset.pendingMessagesLost) }
+            }
+            let current = self.session.withLock { s -> Bool in
+                guard s.generation == generation else { return false }
+                s.cache = report.cache
+                s.state = newState
+                return true
+            }
+            if !current { report.cache?.close() }
+            done(attempt)
+            guard current else { return }
+            if case .unavailable = newState { self.scheduleRetry(generation: generation) }
+            if let cache = report.cache, cache.needsBackgroundIntegrityCheck { self.checkInBackground(cache, generation: generation) }
+        }
+    }
+
+    private func scheduleRetry(generation: Int) {
+        let attempt = session.withLock { s -> Int in
+            s.attempts += 1
+            return s.attempts
+        }
+        let delay = settings.retry.delay(forAttempt: attempt)
+        let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+            self.lifecycle.async {
+                guard self.session.withLock({ $0.generation == generation && $0.state.code == "unavailable" }) else { return }
+                self.session.withLock { $0.state = .opening }
+                self.attemptOpen(generation: generation, integrityCheckLimit: nil) { _ in }
+            }
+        }
+    }
+
+    /// A large cache is opened without a full integrity check; it runs now, and a failure resets
+    /// the cache as `.corrupted` by opening again with the check forced.
+    private func checkInBackground(_ cache: VaultCache, generation: Int) {
+        Task.detached {
+            guard await !cache.verifyIntegrity() else { return }
+            self.lifecycle.async {
+                guard self.session.withLock({ $0.generation == generation && $0.cache === cache }) else { return }
+                self.closeLocked(state: .opening)
+                let next = self.session.withLock { $0.generation }
+                self.attemptOpen(generation: next, integrityCheckLimit: Int64.max) { _ in }
+            }
+        }
+    }
+}
+
+/// A setting the engine cannot work with.
+public enum VaultSetupError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The application id must be a reverse-DNS name: letters, digits, '.', '-', '_'.
+    case invalidApplicationId
+
+    public var description: String {
+        "the application id must be a reverse-DNS name (letters, digits, '.', '-', '_')"
+    }
+}

@@ -1,0 +1,115 @@
+public import Foundation
+public import VaultKeys
+public import VaultStore
+
+/// Which key stores the app accepts, in order of preference.
+public enum KeyStorageOption: Sendable {
+    /// The desktop's Secret Service (tier `KEYSTORE`). `unlockPrompt` lets a lookup ask the desktop
+    /// to unlock a locked keyring (off the caller's thread, bounded by `timeout`).
+    case secretService(unlockPrompt: Bool = false, timeout: Duration? = nil)
+    /// A key file in a private directory outside the cache (tier `SOFTWARE`); nil means
+    /// `$XDG_CONFIG_HOME/<application id>/cache-keys`. Only used when listed: never a silent fallback.
+    case software(directory: String? = nil)
+    /// Any other store (tests use `MemoryKeyStore`).
+    case custom(any KeyStore)
+}
+
+/// Retry schedule while the cache is temporarily unavailable (a locked keyring, a busy database).
+public struct RetryPolicy: Sendable, Equatable {
+    public var initialDelay: Duration
+    public var maximumDelay: Duration
+    public var multiplier: Double
+
+    public init(initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(60), multiplier: Double = 2) {
+        self.initialDelay = initialDelay
+        self.maximumDelay = maximumDelay
+        self.multiplier = max(1, multiplier)
+    }
+
+    /// The delay before retry number `attempt` (1-based).
+    public func delay(forAttempt attempt: Int) -> Duration {
+        var delay = initialDelay
+        for _ in 1..<max(1, attempt) {
+            delay = delay * multiplier
+            if delay >= maximumDelay { return maximumDelay }
+        }
+        return min(delay, maximumDelay)
+    }
+
+    /// Never retry on a timer (only `retryOpen()`).
+    public static let manualOnly = RetryPolicy(initialDelay: .seconds(86_400 * 365), maximumDelay: .seconds(86_400 * 365))
+}
+
+/// ChatVault's own settings, beyond the seeds' `OfflineConfig`.
+public struct VaultSettings: Sendable {
+    /// Reverse-DNS application id (`org.example.Chat`): names the cache root and the key items.
+    public var applicationId: String
+    /// Shown in the key item's label: "<name> offline cache key (<user>)".
+    public var applicationName: String
+    /// Where per-user caches live; nil means `$XDG_DATA_HOME/<application id>/offline-cache`.
+    public var rootDirectory: String?
+    /// Accepted key stores, most preferred first. Default: the Secret Service only.
+    public var keyStorage: [KeyStorageOption]
+    /// Where listeners and callbacks run. Default `.main`.
+    public var callbackExecutor: CallbackExecutor
+    public var retry: RetryPolicy
+    /// Unclassified open failures in a row before an `.escalated` reset.
+    public var escalationThreshold: Int
+    public var quarantine: QuarantinePolicy
+    /// Caches up to this size are integrity-checked during open; larger ones right after, in the
+    /// background (a failure then resets the cache as `.corrupted`).
+    public var synchronousIntegrityCheckLimit: Int64
+
+    public init(applicationId: String, applicationName: String? = nil, rootDirectory: String? = nil,
+                keyStorage: [KeyStorageOption] = [.secretService()], callbackExecutor: CallbackExecutor = .main,
+                retry: RetryPolicy = RetryPolicy(), escalationThreshold: Int = 3, quarantine: QuarantinePolicy = QuarantinePolicy(),
+                synchronousIntegrityCheckLimit: Int64 = 8 << 20) {
+        self.applicationId = applicationId
+        self.applicationName = applicationName ?? applicationId
+        self.rootDirectory = rootDirectory
+        self.keyStorage = keyStorage
+        self.callbackExecutor = callbackExecutor
+        self.retry = retry
+        self.escalationThreshold = max(1, escalationThreshold)
+        self.quarantine = quarantine
+        self.synchronousIntegrityCheckLimit = synchronousIntegrityCheckLimit
+    }
+
+    /// Whether `applicationId` is a usable reverse-DNS id (letters, digits, `.`, `-`, `_`).
+    public var hasValidApplicationId: Bool {
+        let id = applicationId
+        return !id.isEmpty && id.count <= 255 && !id.hasPrefix(".") && !id.contains("..")
+            && id.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }
+    }
+
+    /// The resolved cache root.
+    public var resolvedRoot: String {
+        if let rootDirectory { return rootDirectory }
+        return "\(XDG.dataHome)/\(applicationId)/offline-cache"
+    }
+
+    func makeKeyStores() -> [any KeyStore] {
+        keyStorage.map { option -> any KeyStore in
+            switch option {
+            case .secretService(let prompt, let timeout): return SecretServiceKeyStore(unlockPrompt: prompt, timeout: timeout)
+            case .software(let directory): return SoftwareKeyStore(directory: directory ?? "\(XDG.configHome)/\(applicationId)/cache-keys")
+            case .custom(let store): return store
+            }
+        }
+    }
+}
+
+/// The XDG base directories.
+enum XDG {
+    static var home: String { ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory() }
+
+    static var dataHome: String {
+        let value = ProcessInfo.processInfo.environment["XDG_DATA_HOME"] ?? ""
+        return value.hasPrefix("/") ? value : "\(home)/.local/share"
+    }
+
+    static var configHome: String {
+        let value = ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] ?? ""
+        return value.hasPrefix("/") ? value : "\(home)/.config"
+    }
+}
