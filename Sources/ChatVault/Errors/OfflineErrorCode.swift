@@ -1,0 +1,54 @@
+/// The offline error codes as a Swift enum, so code can `switch` on them; each raw value is the
+/// code string (`OfflineErrorCode.queueFull.rawValue == "ERROR_QUEUE_FULL"`).
+///
+/// ```swift
+/// switch exception.code {
+/// case .queueFull?: showOutboxFull()
+/// case .internetUnavailable?: showQueuedBadge()
+/// default: showGenericError(exception.errorDescription)
+/// }
+/// ```
+///
+/// Every case but ``mediaDownloadFailed`` mirrors a ``CometChatConstants/Errors`` constant; see
+/// ``isCometChatConstantsError``.
+public enum OfflineErrorCode: String, Sendable, Codable, CaseIterable {
+    /// `ERROR_INTERNET_UNAVAILABLE`
+    case internetUnavailable = "ERROR_INTERNET_UNAVAILABLE"
+    /// `ERROR_REQUEST_IN_PROGRESS`
+    case requestInProgress = "ERROR_REQUEST_IN_PROGRESS"
+    /// `ERROR_USER_NOT_LOGGED_IN`
+    case userNotLoggedIn = "ERROR_USER_NOT_LOGGED_IN"
+    /// `ERROR_OFFLINE_SYNC_IN_PROGRESS`
+    case offlineSyncInProgress = "ERROR_OFFLINE_SYNC_IN_PROGRESS"
+    /// `ERROR_OFFLINE_SYNC_COOLDOWN`
+    case offlineSyncCooldown = "ERROR_OFFLINE_SYNC_COOLDOWN"
+    /// `ERROR_OFFLINE_DISABLED`
+    case offlineDisabled = "ERROR_OFFLINE_DISABLED"
+    /// `ERROR_OFFLINE_MESSAGE_DISCARDED`
+    case offlineMessageDiscarded = "ERROR_OFFLINE_MESSAGE_DISCARDED"
+    /// `ERROR_OFFLINE_MESSAGE_IN_FLIGHT`
+    case offlineMessageInFlight = "ERROR_OFFLINE_MESSAGE_IN_FLIGHT"
+    /// `ERROR_OFFLINE_MESSAGE_NOT_FOUND`
+    case offlineMessageNotFound = "ERROR_OFFLINE_MESSAGE_NOT_FOUND"
+    /// `ERROR_OFFLINE_MESSAGE_PERSIST_FAILED`
+    case offlineMessagePersistFailed = "ERROR_OFFLINE_MESSAGE_PERSIST_FAILED"
+    /// `ERROR_QUEUE_FULL`
+    case queueFull = "ERROR_QUEUE_FULL"
+    /// `ERROR_QUEUE_OVERFLOW`
+    case queueOverflow = "ERROR_QUEUE_OVERFLOW"
+    /// `ERROR_OFFLINE_MEDIA_BYTE_OVERFLOW`
+    case offlineMediaByteOverflow = "ERROR_OFFLINE_MEDIA_BYTE_OVERFLOW"
+    /// `ERROR_OFFLINE_MEDIA_COPY_FAILED`
+    case offlineMediaCopyFailed = "ERROR_OFFLINE_MEDIA_COPY_FAILED"
+    /// `ERROR_OFFLINE_MEDIA_NOT_CACHED`
+    case offlineMediaNotCached = "ERROR_OFFLINE_MEDIA_NOT_CACHED"
+    /// `ERROR_OFFLINE_MEDIA_UNRESOLVABLE`
+    case offlineMediaUnresolvable = "ERROR_OFFLINE_MEDIA_UNRESOLVABLE"
+    /// `ERROR_MEDIA_DOWNLOAD_FAILED`: a background media download failed. Not a
+    /// `CometChatConstants.Errors` constant (see ``MediaDownloadErrors``).
+    case mediaDownloadFailed = "ERROR_MEDIA_DOWNLOAD_FAILED"
+
+    /// Whether the code is one of `CometChatConstants.Errors` (every case but
+    /// ``mediaDownloadFailed``).
+    public var isCometChatConstantsError: Bool { self != .mediaDownloadFailed }
+}
