@@ -112,6 +112,8 @@ public struct SecretServiceKeyStore: KeyStore {
 
     // MARK: KeyStore
 
+    /// `.available` when the bus, the provider and the `default` collection are there and the
+    /// collection is unlocked (with `unlockPrompt`, after asking to unlock it); else the reason.
     public func availability() -> KeyStoreAvailability {
         let prompt = unlockPrompt
         let outcome = run("checking the default collection") { calls, context throws(SecretCallError) -> KeyStoreError? in
@@ -127,6 +129,10 @@ public struct SecretServiceKeyStore: KeyStore {
         }
     }
 
+    /// Looks up one cache's key without prompting (unless `unlockPrompt`): `.found` from an
+    /// unlocked item (the newest, if an interrupted replace left two), `.unavailable(.locked)` for
+    /// a locked match or for no match while a collection is locked, `.absent` only for no match
+    /// with every collection unlocked. A secret that is not 64 hex digits is `.unavailable(.other)`.
     public func lookup(_ id: KeyItemID) -> KeyLookup {
         guard Self.isValid(id) else { return .unavailable(.other) }
         let query = Self.query(id)
@@ -140,6 +146,10 @@ public struct SecretServiceKeyStore: KeyStore {
         }
     }
 
+    /// Lists the account's items by their attributes, locked ones included (gnome-keyring shows a
+    /// locked item's attributes; its secret stays unread). `.unavailable(.locked)` when a matching
+    /// locked item hides its attributes, or when nothing matched while a collection is locked (the
+    /// same rule as `lookup`: an empty answer must mean "none"). One summary per cache id.
     public func items(applicationId: String, account: String) -> KeyListing {
         guard Self.isValidText(applicationId), KeyItemNames.isSafeComponent(account) else { return .unavailable(.other) }
         let query = [
@@ -192,6 +202,9 @@ public struct SecretServiceKeyStore: KeyStore {
         }
     }
 
+    /// Deletes the cache's item(s). Nothing to delete is success; a matching item in a locked
+    /// collection is `.locked` (libsecret's `secret_service_clear` would skip it and report
+    /// success, leaving the key behind).
     public func delete(_ id: KeyItemID) throws(KeyStoreError) {
         guard Self.isValid(id) else { return }
         _ = try deleteMatching(Self.query(id), "deleting a key")
