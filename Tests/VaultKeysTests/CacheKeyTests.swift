@@ -53,6 +53,17 @@ final class CacheKeyTests: XCTestCase {
         }
     }
 
+    func testFromHexRejectsNonHexDigitsWithoutCrashing() {
+        // A throwing fill used to free the key page twice (once in init, once in deinit).
+        var notHex = [UInt8](repeating: UInt8(ascii: "a"), count: 64)
+        notHex[40] = UInt8(ascii: "z")
+        for _ in 0..<100 {
+            XCTAssertThrowsError(try notHex.withUnsafeBytes { try CacheKey.fromHex($0) }) { error in
+                XCTAssertEqual(error as? KeyMaterialError, .malformed)
+            }
+        }
+    }
+
     func testCopyingNeedsExactlyThirtyTwoBytes() throws {
         XCTAssertThrowsError(try [UInt8](repeating: 1, count: 31).withUnsafeBytes { try CacheKey.copying($0) }) { error in
             XCTAssertEqual(error as? KeyMaterialError, .wrongLength(31))

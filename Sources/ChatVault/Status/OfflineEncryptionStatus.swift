@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// What encryption at rest is actually doing (`getOfflineEncryptionStatus()`).
 ///

@@ -28,14 +28,9 @@ public final class CacheKey: @unchecked Sendable, CustomStringConvertible, Custo
         _ = madvise(raw, size, MADV_DONTDUMP)
         page = raw
         pageSize = size
-        do {
-            try fill(UnsafeMutableRawBufferPointer(start: raw, count: Self.byteCount))
-        } catch {
-            OPENSSL_cleanse(raw, size)
-            munlock(raw, size)
-            munmap(raw, size)
-            throw error
-        }
+        // Every stored property is set: if `fill` throws, Swift runs `deinit`, which wipes and
+        // unmaps the page (doing it here too would unmap it twice).
+        try fill(UnsafeMutableRawBufferPointer(start: raw, count: Self.byteCount))
     }
 
     deinit {
