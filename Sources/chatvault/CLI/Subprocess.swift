@@ -1,0 +1,77 @@
+import Foundation
+
+/// Runs a program and waits for it, with stdout and stderr captured through files.
+///
+/// Not `Foundation.Process` with pipes: a daemon started somewhere below (gnome-keyring-daemon,
+/// dbus-daemon) inherits the pipe and keeps it open, so "read to end of file" never returns. Files
+/// have no such problem, and only stdin, stdout and stderr are passed on.
+enum Subprocess {
+    struct Result {
+        var status: Int32
+        var stdout: Data
+        var stderr: Data
+    }
+
+    struct SpawnError: Error, CustomStringConvertible {
+        var program: String
+        var errno: Int32
+        var description: String { "cannot run \(program): \(String(cString: strerror(errno)))" }
+    }
+
+    /// The absolute path of this executable.
+    static var selfPath: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
+    /// The first `name` on PATH (or the usual system directories).
+    static func which(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        for dir in path.split(separator: ":").map(String.init) + ["/usr/bin", "/bin", "/usr/sbin"] where !dir.isEmpty {
+            let candidate = "\(dir)/\(name)"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return nil
+    }
+
+    static func run(_ arguments: [String], environment: [String: String], input: [UInt8] = [], captureOutput: Bool = true) throws -> Result {
+        let scratch = NSTemporaryDirectory() + "/chatvault-sub-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let outPath = scratch + ".out"
+        let errPath = scratch + ".err"
+        defer {
+            unlink(outPath)
+            unlink(errPath)
+        }
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0 else { throw SpawnError(program: arguments[0], errno: errno) }
+        defer { close(pipeEnds[0]) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
+        posix_spawn_file_actions_addopen(&actions, 1, captureOutput ? outPath : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, captureOutput ? errPath : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for fd in open.compactMap(Int32.init) where fd > 2 {
+            posix_spawn_file_actions_addclose(&actions, fd)
+        }
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
+        guard spawned == 0 else {
+            close(pipeEnds[1])
+            throw SpawnError(program: arguments[0], errno: spawned)
+        }
+        _ = input.withUnsafeBytes { write(pipeEnds[1], $0.baseAddress, $0.count) }
+        close(pipeEnds[1])
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return Result(status: code, stdout: FileManager.default.contents(atPath: outPath) ?? Data(),
+                      stderr: FileManager.default.contents(atPath: errPath) ?? Data())
+    }
+}

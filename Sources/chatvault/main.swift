@@ -1,0 +1,42 @@
+import ChatVault
+import Foundation
+
+/// `chatvault`: audits offline caches and runs key-loss and corruption scenarios against the real
+/// library, real files and the real Secret Service.
+let usage = """
+    usage: chatvault <verb> [options]
+
+      scenarios [--keystore secret-service|file|memory] [--json]
+      seed      --dir D --user U [--messages N] [--pending P] [--encryption on|off] [--marker TEXT] [--keystore …] [--json]
+      open      --dir D --user U [--encryption on|off] [--failure-behavior onlineOnly|plaintextFallback] [--keystore …] [--json]
+      status    --dir D [--user U] [--marker TEXT] [--json]
+      bench     open [--runs N] [--json]
+      version
+
+    Common options: --app ID (default \(CommonOptions.defaultApplicationId)), --key-dir K (key files for --keystore file).
+    """
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let verb = arguments.first ?? "help"
+let rest = Array(arguments.dropFirst())
+var status: Int32 = 0
+do {
+    switch verb {
+    case "seed": status = try await SeedCommand.run(rest)
+    case "open": status = try await OpenCommand.run(rest)
+    case "status": status = try StatusCommand.run(rest)
+    case "scenarios": status = try await ScenariosCommand.run(rest)
+    case ScenarioChild.verb: status = try await ScenarioChild.run(rest)
+    case "bench": status = try await BenchCommand.run(rest)
+    case "version", "--version": emit("chatvault \(chatVaultVersion)")
+    case "help", "--help", "-h": emit(usage)
+    default: throw CLIError.usage("unknown verb '\(verb)'; try 'chatvault help'")
+    }
+} catch let error as CLIError {
+    complain(error.message)
+    status = error.status
+} catch {
+    complain(String(describing: error))
+    status = 1
+}
+exit(status)
