@@ -40,7 +40,7 @@ let package = Package(
         .testTarget(name: "VaultKeysTests", dependencies: ["VaultKeys"], swiftSettings: strict),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultKeys", "CSQLCipher"], swiftSettings: strict),
         .testTarget(name: "ChatVaultTests", dependencies: ["ChatVault", "VaultStore", "VaultKeys"], swiftSettings: strict),
-        .testTarget(name: "CLITests", dependencies: ["chatvault"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["chatvault", "ChatVault", "VaultStore", "VaultKeys"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

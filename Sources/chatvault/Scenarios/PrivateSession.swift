@@ -55,8 +55,8 @@ enum PrivateSession {
             session += ["--config-file=\(config)", "--"]
         }
         let result = try Subprocess.run(session + [Subprocess.selfPath] + arguments, environment: environment)
-        guard result.status == 0 || !result.stdout.isEmpty else {
-            let detail = String(decoding: result.stderr.suffix(400), as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+        guard result.status == 0, !result.stdout.isEmpty else {
+            let detail = String(decoding: result.stderr.suffix(600), as: UTF8.self).split(separator: "\n").suffix(3).joined(separator: " | ")
             throw CLIError.failure("the private session child failed (status \(result.status)): \(detail)")
         }
         return result.stdout

@@ -87,7 +87,13 @@ enum ScenariosCommand {
         do {
             let kind: PrivateSession.Kind = scenario.placement == .privateKeyring ? .keyring : .noSecretService
             let output = try PrivateSession.runChild(kind, [ScenarioChild.verb, scenario.name])
-            return try JSONDecoder().decode(ScenarioResult.self, from: output)
+            // Daemons D-Bus activates in the session share its stdout: take only our line.
+            let line = String(decoding: output, as: UTF8.self).split(separator: "\n")
+                .first { $0.hasPrefix(ScenarioChild.resultPrefix) }?.dropFirst(ScenarioChild.resultPrefix.count)
+            guard let line, let result = try? JSONDecoder().decode(ScenarioResult.self, from: Data(line.utf8)) else {
+                throw CLIError.failure("the private session child printed no result: \(String(decoding: output.prefix(300), as: UTF8.self))")
+            }
+            return result
         } catch {
             return ScenarioResult(name: scenario.name, summary: scenario.summary, expected: nil, observed: nil, listenerCalls: [],
                                   deviations: ["error: \(error)"], skipped: nil, milliseconds: Date().timeIntervalSince(started) * 1000)
@@ -158,6 +164,7 @@ enum ScenariosCommand {
 /// The hidden verb a private session runs: one scenario, its result as JSON on stdout.
 enum ScenarioChild {
     static let verb = "__scenario-child"
+    static let resultPrefix = "chatvault-scenario-result: "
 
     static func run(_ raw: [String]) async throws -> Int32 {
         guard let name = raw.first, let scenario = Catalogue.all.first(where: { $0.name == name }) else {
@@ -170,7 +177,7 @@ enum ScenarioChild {
         defer { try? FileManager.default.removeItem(atPath: keys) }
         let result = await ScenariosCommand.runHere(scenario, keystore: "secret-service", keyDirectory: "\(keys)/keys")
         let encoder = JSONEncoder()
-        emit(String(decoding: try encoder.encode(result), as: UTF8.self))
+        emit(resultPrefix + String(decoding: try encoder.encode(result), as: UTF8.self))
         return 0
     }
 }
