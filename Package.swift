@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "ChatVault", targets: ["ChatVault"]),
         .library(name: "VaultStore", targets: ["VaultStore"]),
         .library(name: "VaultKeys", targets: ["VaultKeys"]),
+        .library(name: "ChatVaultTesting", targets: ["ChatVaultTesting"]),
         .executable(name: "chatvault", targets: ["chatvault"]),
     ],
     targets: [
@@ -34,13 +35,16 @@ let package = Package(
         .target(name: "VaultStore", dependencies: ["VaultKeys", "CSQLCipher", "CCrypto"], swiftSettings: strict),
         // Engine: the public offline API of the seeds.
         .target(name: "ChatVault", dependencies: ["VaultStore", "VaultKeys"], swiftSettings: strict),
+        // Test support shipped for apps' own tests too: a headless gnome-keyring, private buses,
+        // a subprocess runner that daemons cannot hang.
+        .target(name: "ChatVaultTesting", dependencies: ["VaultKeys"], swiftSettings: strict),
         // Tool: audit and scenario CLI over the public API.
-        .executableTarget(name: "chatvault", dependencies: ["ChatVault", "VaultStore", "VaultKeys"], swiftSettings: strict),
+        .executableTarget(name: "chatvault", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
 
-        .testTarget(name: "VaultKeysTests", dependencies: ["VaultKeys"], swiftSettings: strict),
+        .testTarget(name: "VaultKeysTests", dependencies: ["VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultKeys", "CSQLCipher"], swiftSettings: strict),
-        .testTarget(name: "ChatVaultTests", dependencies: ["ChatVault", "VaultStore", "VaultKeys"], swiftSettings: strict),
-        .testTarget(name: "CLITests", dependencies: ["chatvault", "ChatVault", "VaultStore", "VaultKeys"], swiftSettings: strict),
+        .testTarget(name: "ChatVaultTests", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["chatvault", "ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import chatvault
+import ChatVaultTesting
 
 /// Runs the built `chatvault` binary (it sits beside the test bundle).
 enum CLI {
@@ -34,7 +34,7 @@ enum CLI {
     /// A private bus without any Secret Service (nothing owns or can activate org.freedesktop.secrets).
     static func withoutSecretService(_ dir: String) throws -> [String] {
         let config = "\(dir)/no-secret-service.conf"
-        try PrivateSession.busConfig(listenIn: dir).write(toFile: config, atomically: true, encoding: .utf8)
+        try PrivateBus.configuration(listen: "unix:dir=\(dir)").write(toFile: config, atomically: true, encoding: .utf8)
         return [try XCTUnwrap(Subprocess.which("dbus-run-session")), "--config-file=\(config)", "--"]
     }
 }

@@ -3,7 +3,7 @@ import XCTest
 import ChatVault
 import VaultKeys
 import VaultStore
-@testable import chatvault
+import ChatVaultTesting
 
 /// Every verb of the CLI, run as a separate process against real files and the test keyring.
 final class CLIVerbTests: XCTestCase {

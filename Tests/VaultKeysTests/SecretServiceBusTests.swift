@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import ChatVaultTesting
 @testable import VaultKeys
 
 /// No bus and no provider, for real: the store pointed at a socket nobody listens on, and at a
@@ -105,21 +106,7 @@ final class SecretServiceBusTests: XCTestCase {
     /// Starts a dbus-daemon of our own on a socket in the test directory; returns its address.
     private func startBus(serviceDirectory: String?) throws -> String {
         let socket = directory + "/bus"
-        let config = """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>unix:path=\(socket)</listen>
-              <auth>EXTERNAL</auth>
-              \(serviceDirectory.map { "<servicedir>\($0)</servicedir>" } ?? "")
-              <policy context="default">
-                <allow send_destination="*" eavesdrop="true"/>
-                <allow eavesdrop="true"/>
-                <allow own="*"/>
-              </policy>
-            </busconfig>
-            """
+        let config = PrivateBus.configuration(listen: "unix:path=\(socket)", serviceDirectory: serviceDirectory)
         let configPath = directory + "/bus.conf"
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         let process = Process()

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import ChatVaultTesting
 @testable import VaultKeys
 
 /// The Secret Service store against the real gnome-keyring that `Scripts/test` starts.

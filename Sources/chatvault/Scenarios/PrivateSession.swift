@@ -1,3 +1,4 @@
+import ChatVaultTesting
 import Foundation
 import VaultKeys
 
@@ -29,7 +30,7 @@ enum PrivateSession {
         chmod(home, 0o700)
         defer { try? FileManager.default.removeItem(atPath: home) }
         let config = "\(home)/session.conf"
-        try busConfig(listenIn: home).write(toFile: config, atomically: true, encoding: .utf8)
+        try PrivateBus.configuration(listen: "unix:dir=\(home)").write(toFile: config, atomically: true, encoding: .utf8)
 
         // Everything in the session (the CLI child, the keyring daemon, anything D-Bus activates)
         // sees a throwaway home, so the user's own keyring files are never read or written.
@@ -62,42 +63,16 @@ enum PrivateSession {
         return result.stdout
     }
 
-    /// A session bus configuration with no service directories: nothing can be activated.
-    static func busConfig(listenIn dir: String) -> String {
-        """
-        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-        <busconfig>
-          <type>session</type>
-          <listen>unix:dir=\(dir)</listen>
-          <auth>EXTERNAL</auth>
-          <policy context="default">
-            <allow send_destination="*" eavesdrop="true"/>
-            <allow eavesdrop="true"/>
-            <allow own="*"/>
-          </policy>
-        </busconfig>
-        """
-    }
-
     /// Inside a `.keyring` child: starts (or, with `replace`, replaces and unlocks) the daemon with
     /// the session's password, and waits until the login collection answers unlocked.
     static func startKeyring(replace: Bool) throws {
-        guard let password = ProcessInfo.processInfo.environment[passwordVariable],
-              let daemon = Subprocess.which("gnome-keyring-daemon") else {
+        guard let password = ProcessInfo.processInfo.environment[passwordVariable] else {
             throw CLIError.failure("not inside a private keyring session")
         }
-        var arguments = [daemon]
-        if replace { arguments.append("--replace") }
-        arguments += ["--unlock", "--components=secrets"]
-        let result = try Subprocess.run(arguments, environment: ProcessInfo.processInfo.environment, input: Array(password.utf8), captureOutput: false)
-        guard result.status == 0 else { throw CLIError.failure("gnome-keyring-daemon failed (status \(result.status))") }
-        let store = SecretServiceKeyStore(timeout: .seconds(5))
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            if (try? store.isDefaultCollectionLocked()) == false { return }
-            Thread.sleep(forTimeInterval: 0.05)
+        do {
+            try HeadlessKeyring.start(password: password, environment: ProcessInfo.processInfo.environment, replace: replace)
+        } catch {
+            throw CLIError.failure("the private keyring: \(error)")
         }
-        throw CLIError.failure("the private keyring did not come up unlocked within 15 s")
     }
 }

@@ -1,4 +1,5 @@
 import ChatVault
+import ChatVaultTesting
 import Foundation
 import VaultKeys
 import VaultStore
@@ -10,7 +11,7 @@ extension ScenarioContext {
 
     func lockKeyring() throws {
         if usesSecretService {
-            try SecretServiceKeyStore().lockDefaultCollection()
+            try HeadlessKeyring.lockDefaultCollection()
         } else {
             memory.simulate(.locked)
         }

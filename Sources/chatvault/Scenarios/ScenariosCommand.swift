@@ -1,4 +1,5 @@
 import ChatVault
+import ChatVaultTesting
 import Foundation
 import VaultKeys
 import VaultStore

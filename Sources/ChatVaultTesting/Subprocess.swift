@@ -1,30 +1,30 @@
-import Foundation
+public import Foundation
 
 /// Runs a program and waits for it, with stdout and stderr captured through files.
 ///
 /// Not `Foundation.Process` with pipes: a daemon started somewhere below (gnome-keyring-daemon,
 /// dbus-daemon) inherits the pipe and keeps it open, so "read to end of file" never returns. Files
 /// have no such problem, and only stdin, stdout and stderr are passed on.
-enum Subprocess {
-    struct Result {
-        var status: Int32
-        var stdout: Data
-        var stderr: Data
+public enum Subprocess {
+    public struct Result: Sendable {
+        public var status: Int32
+        public var stdout: Data
+        public var stderr: Data
     }
 
-    struct SpawnError: Error, CustomStringConvertible {
-        var program: String
-        var errno: Int32
-        var description: String { "cannot run \(program): \(String(cString: strerror(errno)))" }
+    public struct SpawnError: Error, CustomStringConvertible {
+        public var program: String
+        public var errno: Int32
+        public var description: String { "cannot run \(program): \(String(cString: strerror(errno)))" }
     }
 
     /// The absolute path of this executable.
-    static var selfPath: String {
+    public static var selfPath: String {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 
     /// The first `name` on PATH (or the usual system directories).
-    static func which(_ name: String) -> String? {
+    public static func which(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
         for dir in path.split(separator: ":").map(String.init) + ["/usr/bin", "/bin", "/usr/sbin"] where !dir.isEmpty {
             let candidate = "\(dir)/\(name)"
@@ -33,7 +33,10 @@ enum Subprocess {
         return nil
     }
 
-    static func run(_ arguments: [String], environment: [String: String], input: [UInt8] = [], captureOutput: Bool = true) throws -> Result {
+    /// Runs `arguments[0]` (an absolute path) with `arguments`, `environment` and `input` on stdin.
+    /// With `captureOutput` false, stdout and stderr go to /dev/null (or `log` for stderr).
+    public static func run(_ arguments: [String], environment: [String: String], input: [UInt8] = [], captureOutput: Bool = true,
+                           log: String? = nil) throws -> Result {
         let scratch = NSTemporaryDirectory() + "/chatvault-sub-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let outPath = scratch + ".out"
         let errPath = scratch + ".err"
@@ -49,7 +52,8 @@ enum Subprocess {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
         posix_spawn_file_actions_addopen(&actions, 1, captureOutput ? outPath : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, captureOutput ? errPath : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, captureOutput ? errPath : (log ?? "/dev/null"),
+                                         O_WRONLY | O_CREAT | (captureOutput ? O_TRUNC : O_APPEND), 0o600)
         let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         for fd in open.compactMap(Int32.init) where fd > 2 {
             posix_spawn_file_actions_addclose(&actions, fd)
