@@ -1,6 +1,253 @@
-// Placeholder until the benchmark lands (owned by the benchmark work; replace this file).
+import Foundation
+import VaultKeys
+import VaultStore
+
+/// `chatvault bench <benchmark> …`: benchmarks of the budgets in
+/// shared/reference/performance-budget.md. Today: `open`.
 enum BenchCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
-        throw CLIError.failure("bench: not built yet")
+        guard let benchmark = raw.first, !benchmark.hasPrefix("-") else {
+            throw CLIError.usage("bench needs a benchmark: chatvault bench open [--runs N] [--messages M] [--keystore secret-service|file|memory] [--json]")
+        }
+        switch benchmark {
+        case "open": return try OpenBenchCommand.run(Array(raw.dropFirst()))
+        default: throw CLIError.usage("unknown benchmark '\(benchmark)'; available: open")
+        }
+    }
+}
+
+/// `chatvault bench open [--runs N] [--messages M] [--keystore secret-service|file|memory] [--json]`
+///
+/// Measures "open a cache" (key from the store, keyed open, schema check, first page: the 30 newest
+/// messages of one conversation, every column decoded) in one process, side by side, for:
+///
+/// - `rawKey`: ChatVault's design, a raw 256-bit key (`x'…'`, no KDF) through `DatabaseQueue`;
+/// - `rawKeyFullProcedure`: the same cache through the whole `CacheOpener.open` (directory and file
+///   checks, lock, manifest, key lookup and key check, writer with schema check and `quick_check`
+///   on caches up to 8 MiB, cipher proof, reader), then the first page;
+/// - `passphrase256k`: a passphrase through PBKDF2 × 256,000 (SQLCipher 4's default count; on 3.4.1
+///   with HMAC-SHA1, the only PBKDF2 it has), 4096-byte pages, same key lookup (the passphrase is
+///   the key's hex digits as text), opened with `ATTACH … KEY ?` (see `PassphraseKeying`);
+/// - `plaintext`: no key.
+///
+/// Defaults: 50 runs after 2 discarded warm-ups, 1000 messages, `--keystore memory`
+/// (`secret-service` puts the key in the real keyring and times the real D-Bus lookup; `file` uses a
+/// key directory inside the temporary directory unless `--key-dir` is given). The passphrase design
+/// runs `min(runs, 15)` times (about 0.1–0.2 s per open). Everything lives in a fresh 0700
+/// temporary directory (under `$TMPDIR`, else /tmp) removed afterwards; the key item is deleted.
+///
+/// For figures to quote, use a release build:
+/// `CHATVAULT_BUILD_CONFIGURATION=release Scripts/chatvault bench open` (the output says which build
+/// ran). Compare ratios from one run; quote medians (shared/reference/performance-budget.md).
+///
+/// Exit status: 0 when within budget (raw-key median ≤ 5 ms, and passphrase median ≥ 10 × raw-key
+/// median), 1 when not (the failed checks are printed, and listed in `budget.failures`) or when the
+/// benchmark cannot run, 2 on a usage error.
+///
+/// `--json` prints one object with these stable fields (times in milliseconds):
+///
+///     benchmark            "open"
+///     runs                 runs requested per design (the passphrase design may have fewer)
+///     warmupRuns           discarded runs per design before the measured ones
+///     messages             messages in each database
+///     conversations        conversations they are spread over
+///     firstPageRows        messages read and decoded by each open's first page
+///     keystore             "memory" | "file" | "secret-service": where the key was looked up
+///     build                "debug" | "release": how this binary was compiled
+///     engine               { cipher: SQLCipher version, sqlite: SQLite version }
+///     designs              { rawKey, rawKeyFullProcedure, passphrase256k, plaintext }, each:
+///         runs, medianMs, p90Ms (nearest rank), minMs, maxMs,
+///         phasesMedianMs   { <phase>: median } in run order: keyLookup, keyedOpen | open |
+///                          openProcedure, schemaCheck, firstPage (a design has only its phases)
+///         databasePages    PRAGMA page_count of the database it reads
+///       rawKeyFullProcedure also: quickCheck (whether the procedure ran quick_check)
+///       passphrase256k also: kdf ("PBKDF2-HMAC-SHA1" on 3.x), kdfIterations (256000), pageSize
+///     ratios               { passphraseOverRawKey, rawKeyOverPlaintext, fullProcedureOverRawKey }
+///                          (ratios of medians)
+///     budget               { rawKeyMedianMs: 5, minSpeedupOverPassphrase: 10,
+///                            rawKeyMedianWithinBudget, speedupWithinBudget, withinBudget,
+///                            failures: [human-readable strings] }
+///
+/// Prints no key material and no message text (the rows are synthetic anyway).
+enum OpenBenchCommand {
+    static let defaultRuns = 50
+    static let defaultMessages = 1_000
+    static let warmups = 2
+    static let maxPassphraseRuns = 15
+    static let budgetMedianMs = 5.0
+    static let budgetSpeedup = 10.0
+
+    static func run(_ raw: [String]) throws -> Int32 {
+        var args = try Arguments(raw)
+        let keystoreGiven = args.values["keystore"] != nil
+        var common = try CommonOptions(&args)
+        if !keystoreGiven { common.keystore = "memory" }
+        let runs = try args.int("runs", default: defaultRuns, range: 1...100_000)
+        let messages = try args.int("messages", default: defaultMessages, range: 1...1_000_000)
+        try args.rejectUnknown()
+
+        let root = try makePrivateTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let store: any KeyStore = common.keystore == "file"
+            ? SoftwareKeyStore(directory: common.keyDirectory.map(absolutePath) ?? "\(root)/keys")
+            : common.store()
+
+        let fixture = try OpenBenchFixture.make(root: root, store: store, applicationId: common.applicationId, messages: messages)
+        defer { fixture.removeKey() }
+        let passphraseRuns = min(runs, maxPassphraseRuns)
+        let benchmark = OpenBenchmark(designs: [
+            .init(id: "rawKey", title: "raw key x'…' (ours): keyed open", runs: runs, open: fixture.openRawKey),
+            .init(id: "rawKeyFullProcedure", title: "raw key (ours): full open procedure", runs: runs, open: fixture.openFullProcedure),
+            .init(id: "passphrase256k", title: "passphrase, \(PassphraseKeying.kdfName) × 256,000", runs: passphraseRuns, open: fixture.openPassphrase),
+            .init(id: "plaintext", title: "plaintext, no key", runs: runs, open: fixture.openPlaintext),
+        ], runs: runs, warmups: warmups, expectedPageRows: fixture.expectedPageRows)
+        let report = OpenBenchReport(results: try benchmark.run(), fixture: fixture, runs: runs, keystore: common.keystore)
+
+        emit(common.json ? report.json.render() : report.table)
+        guard report.withinBudget else {
+            complain("over budget: " + report.failures.joined(separator: "; "))
+            return 1
+        }
+        return 0
+    }
+
+    /// A fresh 0700 directory under `$TMPDIR` (else /tmp).
+    static func makePrivateTemporaryDirectory() throws -> String {
+        var base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
+        while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
+        var template = Array("\(base)/chatvault-bench.XXXXXXXX".utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw CLIError.failure("cannot create a temporary directory under \(base) (errno \(errno))")
+        }
+        return String(cString: made)
+    }
+}
+
+/// The figures, ratios and budget verdict of one `bench open` run.
+struct OpenBenchReport {
+    let results: [OpenBenchmark.Result]
+    let fixture: OpenBenchFixture
+    let runs: Int
+    let keystore: String
+
+    func result(_ id: String) -> OpenBenchmark.Result {
+        results.first { $0.design.id == id }!
+    }
+
+    var rawKey: TimingSummary { result("rawKey").total }
+    var fullProcedure: TimingSummary { result("rawKeyFullProcedure").total }
+    var passphrase: TimingSummary { result("passphrase256k").total }
+    var plaintext: TimingSummary { result("plaintext").total }
+
+    var passphraseOverRawKey: Double { passphrase.medianMs / rawKey.medianMs }
+    var rawKeyOverPlaintext: Double { rawKey.medianMs / plaintext.medianMs }
+    var fullProcedureOverRawKey: Double { fullProcedure.medianMs / rawKey.medianMs }
+
+    var medianWithinBudget: Bool { rawKey.medianMs <= OpenBenchCommand.budgetMedianMs }
+    var speedupWithinBudget: Bool { passphraseOverRawKey >= OpenBenchCommand.budgetSpeedup }
+    var withinBudget: Bool { medianWithinBudget && speedupWithinBudget }
+
+    var failures: [String] {
+        var out: [String] = []
+        if !medianWithinBudget {
+            out.append("raw-key open median \(ms(rawKey.medianMs)) ms is above the \(Int(OpenBenchCommand.budgetMedianMs)) ms budget")
+        }
+        if !speedupWithinBudget {
+            out.append("raw-key open is only \(ratio(passphraseOverRawKey)) faster than the passphrase design, below the required \(ratio(OpenBenchCommand.budgetSpeedup))")
+        }
+        return out
+    }
+
+    var json: JSON {
+        func design(_ r: OpenBenchmark.Result, pages: Int, extra: [(String, JSON)] = []) -> JSON {
+            .object([
+                ("runs", .int(r.total.runs)), ("medianMs", .double(r.total.medianMs)), ("p90Ms", .double(r.total.p90Ms)),
+                ("minMs", .double(r.total.minMs)), ("maxMs", .double(r.total.maxMs)),
+                ("phasesMedianMs", .object(r.phaseMedians.map { ($0.name, .double($0.ms)) })),
+                ("databasePages", .int(pages)),
+            ] + extra)
+        }
+        let engine = CipherEngine.current
+        return .object([
+            ("benchmark", .string("open")),
+            ("runs", .int(runs)),
+            ("warmupRuns", .int(OpenBenchCommand.warmups)),
+            ("messages", .int(fixture.messages)),
+            ("conversations", .int(fixture.conversations)),
+            ("firstPageRows", .int(fixture.expectedPageRows)),
+            ("keystore", .string(keystore)),
+            ("build", .string(OpenBenchReport.build)),
+            ("engine", .object([("cipher", .optional(engine.version)), ("sqlite", .string(engine.sqliteVersion))])),
+            ("designs", .object([
+                ("rawKey", design(result("rawKey"), pages: fixture.pages.rawKey)),
+                ("rawKeyFullProcedure", design(result("rawKeyFullProcedure"), pages: fixture.pages.rawKey,
+                                               extra: [("quickCheck", .bool(fixture.quickCheckDuringOpen))])),
+                ("passphrase256k", design(result("passphrase256k"), pages: fixture.pages.passphrase, extra: [
+                    ("kdf", .string(PassphraseKeying.kdfName)), ("kdfIterations", .int(PassphraseKeying.iterations)),
+                    ("pageSize", .int(PassphraseKeying.pageSize)),
+                ])),
+                ("plaintext", design(result("plaintext"), pages: fixture.pages.plaintext)),
+            ])),
+            ("ratios", .object([
+                ("passphraseOverRawKey", .double(passphraseOverRawKey)),
+                ("rawKeyOverPlaintext", .double(rawKeyOverPlaintext)),
+                ("fullProcedureOverRawKey", .double(fullProcedureOverRawKey)),
+            ])),
+            ("budget", .object([
+                ("rawKeyMedianMs", .int(Int(OpenBenchCommand.budgetMedianMs))),
+                ("minSpeedupOverPassphrase", .int(Int(OpenBenchCommand.budgetSpeedup))),
+                ("rawKeyMedianWithinBudget", .bool(medianWithinBudget)),
+                ("speedupWithinBudget", .bool(speedupWithinBudget)),
+                ("withinBudget", .bool(withinBudget)),
+                ("failures", .array(failures.map { .string($0) })),
+            ])),
+        ])
+    }
+
+    var table: String {
+        let engine = CipherEngine.current
+        var lines = [
+            "chatvault bench open: \(fixture.messages) messages in \(fixture.conversations) conversation\(fixture.conversations == 1 ? "" : "s"), first page \(fixture.expectedPageRows) messages; key store \(keystore); SQLCipher \(engine.version ?? "none") on SQLite \(engine.sqliteVersion); \(OpenBenchReport.build) build",
+            "\(runs) runs per design after \(OpenBenchCommand.warmups) warm-ups (passphrase design: \(passphrase.runs) runs, each open pays the KDF); medians and p90 in ms",
+            "",
+        ]
+        var table = Table(header: ["design", "runs", "median", "p90", "phases (median ms)"])
+        for r in results {
+            table.rows.append([r.design.title, String(r.total.runs), ms(r.total.medianMs), ms(r.total.p90Ms),
+                               r.phaseMedians.map { "\($0.name) \(ms($0.ms))" }.joined(separator: ", ")])
+        }
+        lines.append(table.render())
+        lines.append("")
+        var ratios = Table(header: ["ratio of medians", "value"])
+        ratios.rows = [
+            ["passphrase / raw key", ratio(passphraseOverRawKey)],
+            ["raw key / plaintext", ratio(rawKeyOverPlaintext)],
+            ["full procedure / raw key", ratio(fullProcedureOverRawKey)],
+        ]
+        lines.append(ratios.render())
+        lines.append("")
+        lines.append("full procedure: lock, manifest, key lookup and check, writer + reader, schema check"
+                     + (fixture.quickCheckDuringOpen ? ", quick_check (cache ≤ 8 MiB)" : " (no quick_check: cache > 8 MiB)") + ", cipher proof")
+        lines.append("budget: raw-key median \(ms(rawKey.medianMs)) ms ≤ \(Int(OpenBenchCommand.budgetMedianMs)) ms: \(medianWithinBudget ? "ok" : "FAILED")")
+        lines.append("budget: passphrase / raw key \(ratio(passphraseOverRawKey)) ≥ \(ratio(OpenBenchCommand.budgetSpeedup)): \(speedupWithinBudget ? "ok" : "FAILED")")
+        lines.append(withinBudget ? "within budget" : "NOT within budget: " + failures.joined(separator: "; "))
+        return lines.joined(separator: "\n")
+    }
+
+    /// The configuration this binary was built in (timings of the Swift side differ).
+    static var build: String {
+        #if DEBUG
+        return "debug"
+        #else
+        return "release"
+        #endif
+    }
+
+    private func ms(_ value: Double) -> String {
+        String(format: value < 10 ? "%.3f" : "%.1f", value)
+    }
+
+    private func ratio(_ value: Double) -> String {
+        String(format: value < 10 ? "%.2f×" : "%.0f×", value)
     }
 }

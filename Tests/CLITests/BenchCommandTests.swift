@@ -1,0 +1,168 @@
+import Foundation
+import XCTest
+
+/// `chatvault bench open`, run as the built binary. These tests never assert on speed (the machines
+/// are shared and noisy) with one exception that is a property of the design, not of the machine:
+/// an open that pays PBKDF2 × 256,000 is slower than one with a raw key (by about 100×).
+final class BenchCommandTests: XCTestCase {
+    func testOpenJSONHasTheDocumentedFields() throws {
+        let run = try runChatvault(["bench", "open", "--runs", "3", "--json"])
+        XCTAssertTrue([0, 1].contains(run.status), "exit status \(run.status) (0 within budget, 1 over); stderr: \(run.stderr)")
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: run.stdout) as? [String: Any],
+                                   "stdout is not a JSON object: \(String(decoding: run.stdout, as: UTF8.self))")
+
+        XCTAssertEqual(report["benchmark"] as? String, "open")
+        XCTAssertEqual(number(report["runs"]), 3)
+        XCTAssertEqual(number(report["messages"]), 1000)
+        XCTAssertEqual(report["keystore"] as? String, "memory")
+        XCTAssertGreaterThan(number(report["warmupRuns"]) ?? 0, 0)
+        XCTAssertGreaterThan(number(report["conversations"]) ?? 0, 0)
+        XCTAssertEqual(number(report["firstPageRows"]), 30)
+        XCTAssertTrue(["debug", "release"].contains(report["build"] as? String ?? ""))
+        let engine = try XCTUnwrap(report["engine"] as? [String: Any])
+        XCTAssertNotNil(engine["cipher"] as? String)
+        XCTAssertNotNil(engine["sqlite"] as? String)
+
+        let designs = try XCTUnwrap(report["designs"] as? [String: Any])
+        var medians: [String: Double] = [:]
+        for name in ["rawKey", "rawKeyFullProcedure", "passphrase256k", "plaintext"] {
+            let design = try XCTUnwrap(designs[name] as? [String: Any], "designs.\(name) is missing")
+            for field in ["runs", "medianMs", "p90Ms", "minMs", "maxMs", "databasePages"] {
+                let value = try XCTUnwrap(number(design[field]), "designs.\(name).\(field) is missing or not a number")
+                XCTAssertGreaterThan(value, 0, "designs.\(name).\(field)")
+            }
+            XCTAssertLessThanOrEqual(number(design["runs"]) ?? 0, 3, "designs.\(name).runs")
+            XCTAssertGreaterThanOrEqual(number(design["p90Ms"]) ?? 0, number(design["medianMs"]) ?? .infinity, "designs.\(name): p90 below the median")
+            let phases = try XCTUnwrap(design["phasesMedianMs"] as? [String: Any], "designs.\(name).phasesMedianMs")
+            XCTAssertNotNil(number(phases["firstPage"]), "designs.\(name) has no firstPage phase")
+            medians[name] = number(design["medianMs"])
+        }
+        let passphrase = try XCTUnwrap(designs["passphrase256k"] as? [String: Any])
+        XCTAssertEqual(number(passphrase["kdfIterations"]), 256_000)
+        XCTAssertEqual(number(passphrase["pageSize"]), 4096)
+        XCTAssertNotNil((designs["rawKeyFullProcedure"] as? [String: Any])?["quickCheck"] as? Bool)
+
+        let ratios = try XCTUnwrap(report["ratios"] as? [String: Any])
+        for field in ["passphraseOverRawKey", "rawKeyOverPlaintext", "fullProcedureOverRawKey"] {
+            XCTAssertGreaterThan(number(ratios[field]) ?? 0, 0, "ratios.\(field)")
+        }
+
+        let budget = try XCTUnwrap(report["budget"] as? [String: Any])
+        XCTAssertEqual(number(budget["rawKeyMedianMs"]), 5)
+        XCTAssertEqual(number(budget["minSpeedupOverPassphrase"]), 10)
+        let within = try XCTUnwrap(budget["withinBudget"] as? Bool)
+        XCTAssertNotNil(budget["rawKeyMedianWithinBudget"] as? Bool)
+        XCTAssertNotNil(budget["speedupWithinBudget"] as? Bool)
+        let failures = try XCTUnwrap(budget["failures"] as? [Any])
+        XCTAssertEqual(within, failures.isEmpty, "withinBudget disagrees with failures")
+        XCTAssertEqual(run.status, within ? 0 : 1, "the exit status must follow budget.withinBudget")
+
+        // A property of the design, with a margin of about 100×: never a timing budget.
+        XCTAssertGreaterThan(try XCTUnwrap(medians["passphrase256k"]), try XCTUnwrap(medians["rawKey"]),
+                             "a PBKDF2 × 256,000 open measured faster than a raw-key open")
+    }
+
+    func testTableOutputLeavesNothingBehindAndPrintsNoSecrets() throws {
+        let tmp = try privateDirectory()
+        defer { try? FileManager.default.removeItem(atPath: tmp) }
+        let run = try runChatvault(["bench", "open", "--runs", "1", "--messages", "40"], environment: ["TMPDIR": tmp])
+        XCTAssertTrue([0, 1].contains(run.status), "exit status \(run.status); stderr: \(run.stderr)")
+        let text = String(decoding: run.stdout, as: UTF8.self)
+        for expected in ["passphrase / raw key", "raw key / plaintext", "budget:", "plaintext"] {
+            XCTAssertTrue(text.contains(expected), "the table lacks '\(expected)':\n\(text)")
+        }
+        // No message text (the synthetic bodies) and no key hex anywhere in the output.
+        for output in [text, run.stderr] {
+            XCTAssertFalse(output.contains("bench message"), output)
+            XCTAssertNil(output.range(of: "[0-9a-fA-F]{32,}", options: .regularExpression), output)
+        }
+        // The temporary directory the benchmark made under TMPDIR is gone.
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: tmp), [])
+    }
+
+    func testUsageErrors() throws {
+        XCTAssertEqual(try runChatvault(["bench"]).status, 2)
+        XCTAssertEqual(try runChatvault(["bench", "nonsense"]).status, 2)
+        XCTAssertEqual(try runChatvault(["bench", "open", "--runs", "0"]).status, 2)
+        XCTAssertEqual(try runChatvault(["bench", "open", "--keystore", "nowhere"]).status, 2)
+        XCTAssertEqual(try runChatvault(["bench", "open", "--no-such-option", "1"]).status, 2)
+    }
+
+    // MARK: - Support
+
+    struct Run {
+        var status: Int32
+        var stdout: Data
+        var stderr: String
+    }
+
+    /// The `chatvault` binary built next to the test bundle.
+    func chatvaultBinary() throws -> URL {
+        let bundle = Bundle(for: Self.self).bundleURL
+        let candidates = [
+            bundle.deletingLastPathComponent().appendingPathComponent("chatvault"),
+            bundle.appendingPathComponent("chatvault"),
+        ]
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+            throw MissingBinary(looked: candidates.map(\.path))
+        }
+        return found
+    }
+
+    struct MissingBinary: Error, CustomStringConvertible {
+        var looked: [String]
+        var description: String { "no chatvault binary next to the tests (looked at \(looked.joined(separator: ", ")))" }
+    }
+
+    /// Runs the binary with stdout and stderr going to files (never pipes: see Subprocess.swift in
+    /// the CLI), killing it if it runs longer than `timeout`.
+    func runChatvault(_ arguments: [String], environment extra: [String: String] = [:], timeout: TimeInterval = 180) throws -> Run {
+        let scratch = try privateDirectory()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let outPath = scratch + "/stdout"
+        let errPath = scratch + "/stderr"
+        XCTAssertTrue(FileManager.default.createFile(atPath: outPath, contents: nil))
+        XCTAssertTrue(FileManager.default.createFile(atPath: errPath, contents: nil))
+        let out = try XCTUnwrap(FileHandle(forWritingAtPath: outPath))
+        let err = try XCTUnwrap(FileHandle(forWritingAtPath: errPath))
+        defer {
+            try? out.close()
+            try? err.close()
+        }
+        let process = Process()
+        process.executableURL = try chatvaultBinary()
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+            XCTFail("chatvault \(arguments.joined(separator: " ")) ran longer than \(Int(timeout)) s")
+        }
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, stdout: FileManager.default.contents(atPath: outPath) ?? Data(),
+                   stderr: String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self))
+    }
+
+    func privateDirectory() throws -> String {
+        var template = Array((NSTemporaryDirectory() as NSString).appendingPathComponent("chatvault-bench-test.XXXXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        return String(cString: made)
+    }
+
+    func number(_ value: Any?) -> Double? {
+        switch value {
+        case let v as Int: return Double(v)
+        case let v as Double: return v
+        case let v as NSNumber: return v.doubleValue
+        default: return nil
+        }
+    }
+}
