@@ -13,6 +13,8 @@ final class ScenarioCommandTests: XCTestCase {
         let report = try run.json()
         XCTAssertEqual(run.status, 0, run.stdout)
         XCTAssertEqual(report["passed"] as? Bool, true)
+        XCTAssertFalse((run.stdout + run.stderr).contains("chatvault-scenario-marker"), "message text printed")
+        XCTAssertFalse((run.stdout + run.stderr).contains("scenario-user@"), "user id printed")
         XCTAssertEqual(report["keystore"] as? String, "secret-service")
         let scenarios = try XCTUnwrap(report["scenarios"] as? [[String: Any]])
         XCTAssertEqual(scenarios.compactMap { $0["name"] as? String }, Self.names)

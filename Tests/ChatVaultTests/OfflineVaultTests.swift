@@ -285,3 +285,34 @@ extension EngineHarness {
         CacheDirectory.account(applicationId: "org.chatvault.tests", userId: userId)
     }
 }
+
+final class KeyStorageSettingsTests: XCTestCase {
+    func testTheSoftwareTierIsReportedAsSuch() async throws {
+        let h = EngineHarness()
+        let keys = TempRoot()
+        let vault = try h.vault(stores: [.software(directory: "\(keys.path)/keys")])
+        let attempt = await vault.login(userId: "alice")
+        XCTAssertEqual(attempt.state, .ready)
+        let status = vault.getOfflineEncryptionStatus()
+        XCTAssertEqual(status["keyStorage"] as? String, OfflineEncryptionTier.SOFTWARE)
+        XCTAssertEqual(status["atRest"] as? String, OfflineEncryptionTier.SQLCIPHER)
+        XCTAssertEqual(status["leakage"] as? String, OfflineEncryptionStatus.encryptedLeakage)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: "\(keys.path)/keys").count, 1)
+        await vault.logout()
+    }
+
+    func testAKeyDirectoryInsideTheCacheIsRefused() {
+        let root = TempRoot()
+        let config = OfflineConfig.Builder().setEnabled(true).setEncryption(true).build()
+        for keys in ["\(root.path)/cache", "\(root.path)/cache/user/keys", "\(root.path)/cache/./keys", root.path] {
+            let settings = VaultSettings(applicationId: "org.chatvault.tests", rootDirectory: "\(root.path)/cache",
+                                         keyStorage: [.software(directory: keys)])
+            XCTAssertThrowsError(try OfflineVault(config: config, settings: settings), keys) { error in
+                XCTAssertEqual(error as? VaultSetupError, .keyDirectoryInsideCache)
+            }
+        }
+        let outside = VaultSettings(applicationId: "org.chatvault.tests", rootDirectory: "\(root.path)/cache",
+                                    keyStorage: [.software(directory: "\(root.path)/cache-keys")])
+        XCTAssertNoThrow(try OfflineVault(config: config, settings: outside))
+    }
+}

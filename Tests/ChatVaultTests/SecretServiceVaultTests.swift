@@ -37,6 +37,14 @@ final class SecretServiceVaultTests: XCTestCase {
         guard case .found = SecretServiceKeyStore().lookup(KeyItemID(applicationId: app, account: account, cacheId: try XCTUnwrap(attempt.cacheId))) else {
             return XCTFail("the key item is not in the Secret Service")
         }
+        // What a person sees with the desktop's own tool: the documented label and attributes, no key.
+        let search = try Subprocess.run([try XCTUnwrap(Subprocess.which("secret-tool")), "search", "--all",
+                                         "xdg:schema", "org.chatvault.CacheKey", "application", app],
+                                        environment: ProcessInfo.processInfo.environment)
+        let listing = String(decoding: search.stdout + search.stderr, as: UTF8.self)
+        XCTAssertTrue(listing.contains("label = Engine Tests offline cache key (alice)"), listing)
+        XCTAssertTrue(listing.contains("attribute.account = \(account)"), listing)
+        XCTAssertEqual(vault.cacheDirectory?.path.split(separator: "/").last.map(String.init), account)
         await vault.logout()
     }
 

@@ -89,6 +89,12 @@ public final class OfflineVault: Sendable {
     /// - Throws: `VaultSetupError.invalidApplicationId` when the application id is unusable.
     public init(config: OfflineConfig, settings: VaultSettings) throws(VaultSetupError) {
         guard settings.hasValidApplicationId else { throw .invalidApplicationId }
+        // A key kept beside the data it protects protects nothing.
+        let root = (settings.resolvedRoot as NSString).standardizingPath
+        for case .software(let directory?) in settings.keyStorage {
+            let keys = (directory as NSString).standardizingPath
+            if keys == root || keys.hasPrefix(root + "/") || root.hasPrefix(keys + "/") { throw .keyDirectoryInsideCache }
+        }
         self.config = config
         self.settings = settings
         keyStores = settings.makeKeyStores()
@@ -354,8 +360,13 @@ public final class OfflineVault: Sendable {
 public enum VaultSetupError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The application id must be a reverse-DNS name: letters, digits, '.', '-', '_'.
     case invalidApplicationId
+    /// The software key directory lies inside the cache root (or contains it).
+    case keyDirectoryInsideCache
 
     public var description: String {
-        "the application id must be a reverse-DNS name (letters, digits, '.', '-', '_')"
+        switch self {
+        case .invalidApplicationId: return "the application id must be a reverse-DNS name (letters, digits, '.', '-', '_')"
+        case .keyDirectoryInsideCache: return "the software key directory must lie outside the cache directory"
+        }
     }
 }
