@@ -10,7 +10,7 @@ let usage = """
       seed      --dir D --user U [--messages N] [--pending P] [--encryption on|off] [--marker TEXT] [--keystore …] [--json]
       open      --dir D --user U [--encryption on|off] [--failure-behavior onlineOnly|plaintextFallback] [--keystore …] [--json]
       status    --dir D [--user U] [--marker TEXT] [--json]
-      bench     open [--runs N] [--json]
+      bench     open [--runs N] [--messages M] [--keystore …] [--json]
       version
 
     Common options: --app ID (default \(CommonOptions.defaultApplicationId)), --key-dir K (key files for --keystore file).

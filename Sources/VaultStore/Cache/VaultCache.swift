@@ -13,19 +13,22 @@ public final class VaultCache: Sendable {
     /// The cipher description once proven by a keyed open and the file header, else nil.
     public let provenCipher: String?
     /// True when the database was too large to check during open: call `verifyIntegrity()`.
-    public let needsBackgroundIntegrityCheck: Bool
+    public var needsBackgroundIntegrityCheck: Bool { checker.withLock { $0 != nil } }
     public let writer: DatabaseQueue
     public let reader: DatabaseQueue
+    /// A connection of its own for the background check, so a long `quick_check` delays neither
+    /// reads nor writes; closed once the check has run.
+    private let checker: Mutex<DatabaseQueue?>
     private let lock: DirectoryLock
     private let closed = Mutex(false)
 
     init(directory: CacheDirectory, manifest: Manifest, keyStoreName: String?, provenCipher: String?,
-         needsBackgroundIntegrityCheck: Bool, writer: DatabaseQueue, reader: DatabaseQueue, lock: DirectoryLock) {
+         checker: DatabaseQueue?, writer: DatabaseQueue, reader: DatabaseQueue, lock: DirectoryLock) {
         self.directory = directory
         self.manifest = manifest
         self.keyStoreName = keyStoreName
         self.provenCipher = provenCipher
-        self.needsBackgroundIntegrityCheck = needsBackgroundIntegrityCheck
+        self.checker = Mutex(checker)
         self.writer = writer
         self.reader = reader
         self.lock = lock
@@ -44,6 +47,7 @@ public final class VaultCache: Sendable {
             return state
         }
         guard !wasClosed else { return }
+        checker.withLock { $0?.close() }
         reader.close()
         _ = try? writer.sync { db in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
         writer.close()
@@ -52,9 +56,14 @@ public final class VaultCache: Sendable {
 
     deinit { close() }
 
-    /// Runs `PRAGMA quick_check` on the reader connection; true when the database is intact.
+    /// Runs `PRAGMA quick_check` (on the background connection when there is one, then closes it);
+    /// true when the database is intact.
     public func verifyIntegrity() async -> Bool {
-        (try? await reader.run { db in try IntegrityCheck.run(db) }) ?? false
+        let connection = checker.withLock { $0 } ?? reader
+        defer {
+            if connection !== reader { checker.withLock { $0?.close(); $0 = nil } }
+        }
+        return (try? await connection.run { db in try IntegrityCheck.run(db) }) ?? false
     }
 
     /// Bytes on disk: database, WAL and media directories.

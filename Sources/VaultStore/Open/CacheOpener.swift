@@ -256,6 +256,8 @@ struct OpenProcedure {
         var readerOptions = config.connection
         readerOptions.readOnly = true
         let reader = try DatabaseQueue(path: dir.database, keying: keying, options: readerOptions, label: "reader")
+        let checker = !checkNow && !creating
+            ? try DatabaseQueue(path: dir.database, keying: keying, options: readerOptions, label: "integrity") : nil
         var final = manifest
         if final.consecutiveUnclassifiedFailures != 0 || final.lastFailureCode != nil {
             final.consecutiveUnclassifiedFailures = 0
@@ -264,7 +266,7 @@ struct OpenProcedure {
         }
         guard let lock else { throw OpenStop.unavailable(.cacheInUse(pid: nil)) }
         return VaultCache(directory: dir, manifest: final, keyStoreName: store?.name, provenCipher: provenCipher,
-                          needsBackgroundIntegrityCheck: !checkNow && !creating, writer: writer, reader: reader, lock: lock)
+                          checker: checker, writer: writer, reader: reader, lock: lock)
     }
 
     // MARK: - Creating
