@@ -25,6 +25,7 @@ final class FixtureTests: XCTestCase {
         XCTAssertEqual(report.resets, [], "an intact cache of this format is never reset")
         let cache = try XCTUnwrap(report.cache)
         XCTAssertTrue(cache.isEncrypted)
+        XCTAssertEqual(cache.keyStorage, .keystore)
         XCTAssertEqual(cache.cacheId, fixture.expected.cacheId)
         XCTAssertEqual(try cache.reader.sync { db in try db.scalarInt("PRAGMA user_version") }, Int64(fixture.expected.schemaVersion))
         try assertRows(of: cache, equal: fixture.expected)
@@ -426,6 +427,8 @@ final class FixtureCopy {
     }
 
     /// Puts the fixture key in the memory store, under the key item the fixture's manifest names.
+    /// The manifests name the `secret-service` store; the open procedure then takes the configured
+    /// store of the same tier (`KEYSTORE`), as it does when an app swaps one Secret Service client for another.
     func holdKey() throws {
         try keyStore.store(try key(), keyId: try XCTUnwrap(expected.keyId), for: keyItem, label: "ChatVault fixture key (TEST ONLY)")
     }
