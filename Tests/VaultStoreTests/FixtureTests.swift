@@ -131,7 +131,8 @@ final class FixtureTests: XCTestCase {
         let report = fixture.open(expect: "ready")
         XCTAssertEqual(report.resets, [])
         let cache = try XCTUnwrap(report.cache)
-        XCTAssertFalse(cache.needsBackgroundIntegrityCheck, "small enough to be checked during the open")
+        XCTAssertFalse(cache.needsBackgroundIntegrityCheck,
+                       "under the synchronous integrity-check limit: the middle-page damage below is found during the open")
         try assertRows(of: cache, equal: fixture.expected)
     }
 
