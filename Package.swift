@@ -42,7 +42,7 @@ let package = Package(
         .executableTarget(name: "chatvault", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
 
         .testTarget(name: "VaultKeysTests", dependencies: ["VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
-        .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultKeys", "CSQLCipher"], swiftSettings: strict),
+        .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultKeys", "CSQLCipher", "ChatVaultTesting"], swiftSettings: strict),
         .testTarget(name: "ChatVaultTests", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["chatvault", "ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
     ],

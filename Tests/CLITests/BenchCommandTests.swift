@@ -1,3 +1,4 @@
+import ChatVaultTesting
 import Foundation
 import XCTest
 
@@ -63,8 +64,8 @@ final class BenchCommandTests: XCTestCase {
     }
 
     func testTableOutputLeavesNothingBehindAndPrintsNoSecrets() throws {
-        let tmp = try privateDirectory()
-        defer { try? FileManager.default.removeItem(atPath: tmp) }
+        let scratch = TemporaryDirectory()
+        let tmp = scratch.path
         let run = try runChatvault(["bench", "open", "--runs", "1", "--messages", "40"], environment: ["TMPDIR": tmp])
         XCTAssertTrue([0, 1].contains(run.status), "exit status \(run.status); stderr: \(run.stderr)")
         let text = String(decoding: run.stdout, as: UTF8.self)
@@ -96,65 +97,10 @@ final class BenchCommandTests: XCTestCase {
         var stderr: String
     }
 
-    /// The `chatvault` binary built next to the test bundle.
-    func chatvaultBinary() throws -> URL {
-        let bundle = Bundle(for: Self.self).bundleURL
-        let candidates = [
-            bundle.deletingLastPathComponent().appendingPathComponent("chatvault"),
-            bundle.appendingPathComponent("chatvault"),
-        ]
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw MissingBinary(looked: candidates.map(\.path))
-        }
-        return found
-    }
-
-    struct MissingBinary: Error, CustomStringConvertible {
-        var looked: [String]
-        var description: String { "no chatvault binary next to the tests (looked at \(looked.joined(separator: ", ")))" }
-    }
-
-    /// Runs the binary with stdout and stderr going to files (never pipes: see Subprocess.swift in
-    /// the CLI), killing it if it runs longer than `timeout`.
-    func runChatvault(_ arguments: [String], environment extra: [String: String] = [:], timeout: TimeInterval = 180) throws -> Run {
-        let scratch = try privateDirectory()
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let outPath = scratch + "/stdout"
-        let errPath = scratch + "/stderr"
-        XCTAssertTrue(FileManager.default.createFile(atPath: outPath, contents: nil))
-        XCTAssertTrue(FileManager.default.createFile(atPath: errPath, contents: nil))
-        let out = try XCTUnwrap(FileHandle(forWritingAtPath: outPath))
-        let err = try XCTUnwrap(FileHandle(forWritingAtPath: errPath))
-        defer {
-            try? out.close()
-            try? err.close()
-        }
-        let process = Process()
-        process.executableURL = try chatvaultBinary()
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-            XCTFail("chatvault \(arguments.joined(separator: " ")) ran longer than \(Int(timeout)) s")
-        }
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: FileManager.default.contents(atPath: outPath) ?? Data(),
-                   stderr: String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self))
-    }
-
-    func privateDirectory() throws -> String {
-        var template = Array((NSTemporaryDirectory() as NSString).appendingPathComponent("chatvault-bench-test.XXXXXXXX").utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw CocoaError(.fileWriteUnknown)
-        }
-        return String(cString: made)
+    /// Runs the built binary (see `CLI.run`), with extra environment variables.
+    func runChatvault(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Run {
+        let run = try CLI.run(arguments, environment: extra.mapValues { Optional($0) })
+        return Run(status: run.status, stdout: Data(run.stdout.utf8), stderr: run.stderr)
     }
 
     func number(_ value: Any?) -> Double? {

@@ -38,16 +38,3 @@ enum CLI {
         return [try XCTUnwrap(Subprocess.which("dbus-run-session")), "--config-file=\(config)", "--"]
     }
 }
-
-/// A fresh 0700 temporary directory per test, removed afterwards.
-final class Scratch {
-    let path: String
-
-    init() {
-        var template = Array("\(NSTemporaryDirectory())/chatvault-cli-XXXXXX".utf8CString)
-        path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        chmod(path, 0o700)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}

@@ -15,7 +15,7 @@ final class CLIVerbTests: XCTestCase {
     }
 
     func testSeedThenStatusShowsAnEncryptedPrivateCacheWithoutTheMarker() throws {
-        let dir = Scratch()
+        let dir = TemporaryDirectory()
         let seed = try CLI.run(["seed", "--dir", dir.path, "--user", "alice", "--messages", "500", "--pending", "7",
                                 "--marker", "CANARY-CLI-1", "--app", app, "--json"])
         XCTAssertEqual(seed.status, 0, seed.stderr)
@@ -53,7 +53,7 @@ final class CLIVerbTests: XCTestCase {
     }
 
     func testStatusFindsTheMarkerInAPlaintextCache() throws {
-        let dir = Scratch()
+        let dir = TemporaryDirectory()
         XCTAssertEqual(try CLI.run(["seed", "--dir", dir.path, "--user", "bob", "--encryption", "off", "--marker", "CANARY-CLI-2",
                                     "--app", app]).status, 0)
         let report = try CLI.run(["status", "--dir", dir.path, "--marker", "CANARY-CLI-2", "--app", app, "--json"]).json()
@@ -63,7 +63,7 @@ final class CLIVerbTests: XCTestCase {
     }
 
     func testOpenReportsReadyWithRowsAndTheSixStatusKeys() throws {
-        let dir = Scratch()
+        let dir = TemporaryDirectory()
         XCTAssertEqual(try CLI.run(["seed", "--dir", dir.path, "--user", "carol", "--messages", "40", "--pending", "3", "--app", app]).status, 0)
         let run = try CLI.run(["open", "--dir", dir.path, "--user", "carol", "--app", app, "--json"])
         XCTAssertEqual(run.status, 0, run.stderr)
@@ -82,7 +82,7 @@ final class CLIVerbTests: XCTestCase {
     }
 
     func testOpenReportsAKeyLostResetWithTheListenerCall() throws {
-        let dir = Scratch()
+        let dir = TemporaryDirectory()
         let seeded = try CLI.run(["seed", "--dir", dir.path, "--user", "dave", "--pending", "2", "--app", app, "--json"]).json()
         let cacheId = try XCTUnwrap(seeded["cacheId"] as? String)
         let account = CacheDirectory.account(applicationId: app, userId: "dave")
@@ -98,7 +98,7 @@ final class CLIVerbTests: XCTestCase {
     }
 
     func testOpenWithoutASessionBus() throws {
-        let dir = Scratch()
+        let dir = TemporaryDirectory()
         let noBus: [String: String?] = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(dir.path)/no-such-socket", "DISPLAY": nil]
         // No cache yet: encryption cannot run.
         let online = try CLI.run(["open", "--dir", dir.path, "--user", "erin", "--app", app, "--json"], environment: noBus).json()
@@ -113,7 +113,7 @@ final class CLIVerbTests: XCTestCase {
     }
 
     func testAnEncryptedCacheWithoutItsSecretServiceIsUnavailableNotReset() throws {
-        let dir = Scratch()
+        let dir = TemporaryDirectory()
         XCTAssertEqual(try CLI.run(["seed", "--dir", dir.path, "--user", "frank", "--messages", "9", "--app", app]).status, 0)
         let before = FileManager.default.contents(atPath: try XCTUnwrap(databasePath(dir.path)))
         for (name, wrapper, env) in [
@@ -134,7 +134,7 @@ final class CLIVerbTests: XCTestCase {
     }
 
     func testNoProviderWithoutACacheUnderOnlineOnlyAndPlaintextFallback() throws {
-        let dir = Scratch()
+        let dir = TemporaryDirectory()
         let wrapper = try CLI.withoutSecretService(dir.path)
         let root = "\(dir.path)/root"
         let online = try CLI.run(["open", "--dir", root, "--user", "gina", "--app", app, "--json"], wrapper: wrapper).json()
@@ -147,7 +147,7 @@ final class CLIVerbTests: XCTestCase {
     }
 
     func testASecondProcessGetsAClearErrorAndChangesNothing() async throws {
-        let dir = Scratch()
+        let dir = TemporaryDirectory()
         XCTAssertEqual(try CLI.run(["seed", "--dir", dir.path, "--user", "hank", "--messages", "12", "--app", app]).status, 0)
         let config = OfflineConfig.Builder().setEnabled(true).setEncryption(true).build()
         let vault = try OfflineVault(config: config, settings: VaultSettings(applicationId: app, rootDirectory: dir.path,
@@ -170,7 +170,7 @@ final class CLIVerbTests: XCTestCase {
     }
 
     func testNoKeyMaterialOrMessageTextInAnyOutput() throws {
-        let dir = Scratch()
+        let dir = TemporaryDirectory()
         let marker = "CANARY-NEVER-PRINTED"
         let seeded = try CLI.run(["seed", "--dir", dir.path, "--user", "ivy", "--pending", "2", "--marker", marker, "--app", app, "--json"])
         let cacheId = try XCTUnwrap(try seeded.json()["cacheId"] as? String)
@@ -214,7 +214,7 @@ final class CLIVerbTests: XCTestCase {
     }
 
     func testSeedRefusesWhenEncryptionCannotRun() throws {
-        let dir = Scratch()
+        let dir = TemporaryDirectory()
         let run = try CLI.run(["seed", "--dir", dir.path, "--user", "jo", "--app", app],
                               environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(dir.path)/none"])
         XCTAssertEqual(run.status, 1)

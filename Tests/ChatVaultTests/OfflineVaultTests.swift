@@ -1,3 +1,4 @@
+import ChatVaultTesting
 import Foundation
 import XCTest
 @testable import ChatVault
@@ -289,7 +290,7 @@ extension EngineHarness {
 final class KeyStorageSettingsTests: XCTestCase {
     func testTheSoftwareTierIsReportedAsSuch() async throws {
         let h = EngineHarness()
-        let keys = TempRoot()
+        let keys = TemporaryDirectory()
         let vault = try h.vault(stores: [.software(directory: "\(keys.path)/keys")])
         let attempt = await vault.login(userId: "alice")
         XCTAssertEqual(attempt.state, .ready)
@@ -302,7 +303,7 @@ final class KeyStorageSettingsTests: XCTestCase {
     }
 
     func testAKeyDirectoryInsideTheCacheIsRefused() {
-        let root = TempRoot()
+        let root = TemporaryDirectory()
         let config = OfflineConfig.Builder().setEnabled(true).setEncryption(true).build()
         for keys in ["\(root.path)/cache", "\(root.path)/cache/user/keys", "\(root.path)/cache/./keys", root.path] {
             let settings = VaultSettings(applicationId: "org.chatvault.tests", rootDirectory: "\(root.path)/cache",

@@ -19,7 +19,7 @@ final class SecretServiceVaultTests: XCTestCase {
         try SecretServiceKeyStore().deleteAll(applicationId: app)
     }
 
-    private func vault(_ root: TempRoot, retry: RetryPolicy = .manualOnly) throws -> OfflineVault {
+    private func vault(_ root: TemporaryDirectory, retry: RetryPolicy = .manualOnly) throws -> OfflineVault {
         let config = OfflineConfig.Builder().setEnabled(true).setEncryption(true).build()
         return try OfflineVault(config: config, settings: VaultSettings(applicationId: app, applicationName: "Engine Tests",
                                                                         rootDirectory: root.path,
@@ -27,7 +27,7 @@ final class SecretServiceVaultTests: XCTestCase {
     }
 
     func testTheDefaultStoreIsTheSecretServiceAndTheItemIsFindable() async throws {
-        let root = TempRoot()
+        let root = TemporaryDirectory()
         let vault = try vault(root)
         let attempt = await vault.login(userId: "alice")
         XCTAssertEqual(attempt.state, .ready)
@@ -49,7 +49,7 @@ final class SecretServiceVaultTests: XCTestCase {
     }
 
     func testALockedKeyringMakesTheCacheWaitAndNeverResets() async throws {
-        let root = TempRoot()
+        let root = TemporaryDirectory()
         // The first background retry comes after the headless unlock has finished: a lookup while
         // gnome-keyring-daemon --replace swaps daemons would D-Bus-activate a third, locked one
         // (a quirk of the test's unlock method, not of a desktop keyring).

@@ -1,22 +1,10 @@
+import ChatVaultTesting
 import Foundation
 import Synchronization
 import XCTest
 @testable import ChatVault
 import VaultKeys
 import VaultStore
-
-/// A fresh 0700 temporary directory per test, removed afterwards.
-final class TempRoot {
-    let path: String
-
-    init() {
-        var template = Array("\(NSTemporaryDirectory())/chatvault-engine-XXXXXX".utf8CString)
-        path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        chmod(path, 0o700)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
 
 /// Records reset-listener calls, and what the engine said while the callback ran.
 final class RecordingResetListener: OfflineCacheResetListener {
@@ -38,7 +26,7 @@ final class RecordingResetListener: OfflineCacheResetListener {
 }
 
 struct EngineHarness {
-    let root = TempRoot()
+    let root = TemporaryDirectory()
     let keyStore = MemoryKeyStore()
     let callbacks = DispatchQueue(label: "tests.callbacks")
 

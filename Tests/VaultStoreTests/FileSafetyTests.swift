@@ -1,3 +1,4 @@
+import ChatVaultTesting
 import Foundation
 import XCTest
 @testable import VaultStore

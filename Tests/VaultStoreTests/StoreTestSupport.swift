@@ -1,21 +1,9 @@
+import ChatVaultTesting
 import Foundation
 import Synchronization
 import XCTest
 @testable import VaultStore
 import VaultKeys
-
-/// A fresh 0700 temporary directory per test, removed afterwards.
-final class TemporaryDirectory {
-    let path: String
-
-    init() {
-        var template = Array("\(NSTemporaryDirectory())/chatvault-test-XXXXXX".utf8CString)
-        path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        chmod(path, 0o700)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
 
 /// Builds store configurations over a temporary root.
 struct Harness {
@@ -86,44 +74,6 @@ func filesContaining(_ marker: String, under path: String) -> [String] {
         if data.range(of: Data(needle)) != nil { hits.append(relative) }
     }
     return hits
-}
-
-/// Ways to damage a cache's files on disk, as a disk or a careless tool would.
-enum Damage {
-    static func overwrite(_ path: String, at offset: Int, count: Int) {
-        let fd = open(path, O_WRONLY)
-        precondition(fd >= 0, "cannot open \(path)")
-        var garbage = [UInt8](repeating: 0, count: count)
-        for i in garbage.indices { garbage[i] = UInt8.random(in: 0...255) }
-        _ = pwrite(fd, &garbage, count, off_t(offset))
-        fsync(fd)
-        close(fd)
-    }
-
-    /// Overwrites the first 64 bytes (for SQLCipher: the salt and the start of page 1).
-    static func header(_ path: String) { overwrite(path, at: 0, count: 64) }
-
-    /// Overwrites bytes inside the page in the middle of the file.
-    static func middlePage(_ path: String, pageSize: Int = 4096) {
-        let pages = fileSize(path) / pageSize
-        precondition(pages >= 3, "too small to have a middle page")
-        overwrite(path, at: (pages / 2) * pageSize + 512, count: 256)
-    }
-
-    static func truncateHalf(_ path: String) { truncate(path, off_t(fileSize(path) / 2)) }
-
-    static func garbageWAL(_ path: String) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        var garbage = [UInt8](repeating: 0, count: 8192)
-        for i in garbage.indices { garbage[i] = UInt8.random(in: 0...255) }
-        _ = write(fd, &garbage, garbage.count)
-        close(fd)
-    }
-
-    static func fileSize(_ path: String) -> Int {
-        var st = stat()
-        return stat(path, &st) == 0 ? Int(st.st_size) : 0
-    }
 }
 
 extension Harness {

@@ -86,8 +86,8 @@ enum OpenBenchCommand {
         let messages = try args.int("messages", default: defaultMessages, range: 1...1_000_000)
         try args.rejectUnknown()
 
-        let root = try makePrivateTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: root) }
+        let scratch = try ScenariosCommand.makePrivateDirectory()
+        let root = scratch.path
         let store: any KeyStore = common.keystore == "file"
             ? SoftwareKeyStore(directory: common.keyDirectory.map(absolutePath) ?? "\(root)/keys")
             : common.store()
@@ -109,17 +109,6 @@ enum OpenBenchCommand {
             return 1
         }
         return 0
-    }
-
-    /// A fresh 0700 directory under `$TMPDIR` (else /tmp).
-    static func makePrivateTemporaryDirectory() throws -> String {
-        var base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
-        while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
-        var template = Array("\(base)/chatvault-bench.XXXXXXXX".utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw CLIError.failure("cannot create a temporary directory under \(base) (errno \(errno))")
-        }
-        return String(cString: made)
     }
 }
 

@@ -1,4 +1,5 @@
 import ChatVault
+import ChatVaultTesting
 import Foundation
 import VaultKeys
 import VaultStore
@@ -53,28 +54,24 @@ enum Catalogue {
         },
         Scenario(name: "damaged-header", summary: "first 64 bytes overwritten: corrupted, outbox unreadable (-1)") { ctx in
             try await ctx.seed(messages: messages, pending: pending)
-            Damage.overwrite(ctx.directory.database, at: 0, count: 64)
+            Damage.header(ctx.directory.database)
             return (.ready(resets: [ResetRecord(reason: "corrupted", pendingMessagesLost: -1)], messages: 0, pending: 0), try await ctx.open())
         },
         Scenario(name: "damaged-middle-page", summary: "a page in the middle overwritten: corrupted, unsent messages salvaged") { ctx in
             try await ctx.seed(messages: big, pending: pending)
-            let pages = Damage.size(ctx.directory.database) / 4096
-            Damage.overwrite(ctx.directory.database, at: (pages / 2) * 4096 + 512, count: 256)
+            Damage.middlePage(ctx.directory.database)
             return (.ready(resets: [ResetRecord(reason: "corrupted", pendingMessagesLost: 0)], messages: 0, pending: pending), try await ctx.open())
         },
         Scenario(name: "truncated-file", summary: "database cut to half its size: corrupted; SQLite refuses the whole file, so -1") { ctx in
             try await ctx.seed(messages: big, pending: pending)
-            truncate(ctx.directory.database, off_t(Damage.size(ctx.directory.database) / 2))
+            Damage.truncateHalf(ctx.directory.database)
             // A file shorter than its header's page count is rejected as a whole (SQLITE_CORRUPT on
             // page 1), so nothing can be salvaged and the count is honestly unknown.
             return (.ready(resets: [ResetRecord(reason: "corrupted", pendingMessagesLost: -1)], messages: 0, pending: 0), try await ctx.open())
         },
         Scenario(name: "garbage-wal", summary: "random bytes as the WAL: SQLite ignores it, every row kept") { ctx in
             try await ctx.seed(messages: messages, pending: pending)
-            let fd = open(ctx.directory.wal, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-            var garbage = (0..<8192).map { _ in UInt8.random(in: 0...255) }
-            _ = write(fd, &garbage, garbage.count)
-            close(fd)
+            Damage.garbageWAL(ctx.directory.wal)
             return (.ready(messages: messages, pending: pending), try await ctx.open())
         },
         Scenario(name: "deleted-manifest", summary: "manifest.json deleted: rebuilt from the header and the key item, rows kept") { ctx in

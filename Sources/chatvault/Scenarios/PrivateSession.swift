@@ -22,13 +22,8 @@ enum PrivateSession {
         guard let runSession = Subprocess.which("dbus-run-session") else {
             throw CLIError.failure("dbus-run-session is not installed (Scripts/setup installs dbus)")
         }
-        var template = Array("\(NSTemporaryDirectory())/chatvault-session-XXXXXX".utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw CLIError.failure("cannot create a temporary directory")
-        }
-        let home = String(cString: made)
-        chmod(home, 0o700)
-        defer { try? FileManager.default.removeItem(atPath: home) }
+        let scratch = try ScenariosCommand.makePrivateDirectory()
+        let home = scratch.path
         let config = "\(home)/session.conf"
         try PrivateBus.configuration(listen: "unix:dir=\(home)").write(toFile: config, atomically: true, encoding: .utf8)
 

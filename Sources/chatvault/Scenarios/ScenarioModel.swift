@@ -1,4 +1,5 @@
 import ChatVault
+import ChatVaultTesting
 import Foundation
 import VaultKeys
 import VaultStore
@@ -81,7 +82,8 @@ final class ScenarioContext {
     static let marker = "chatvault-scenario-marker"
 
     let name: String
-    let root: String
+    private let scratch: TemporaryDirectory
+    var root: String { scratch.path }
     let common: CommonOptions
     let memory: MemoryKeyStore
     let store: any KeyStore
@@ -92,19 +94,16 @@ final class ScenarioContext {
 
     init(name: String, keystore: String, memory: MemoryKeyStore, keyDirectory: String) throws {
         self.name = name
-        var template = Array("\(NSTemporaryDirectory())/chatvault-scenario-XXXXXX".utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw CLIError.failure("cannot create a temporary directory")
+        do {
+            scratch = try TemporaryDirectory.create(prefix: "chatvault-scenario")
+        } catch {
+            throw CLIError.failure("\(error)")
         }
-        root = String(cString: made)
-        chmod(root, 0o700)
         var args = try Arguments(["--app", Self.applicationId, "--keystore", keystore, "--key-dir", keyDirectory])
         common = try CommonOptions(&args)
         self.memory = memory
         store = common.store(memory: memory)
     }
-
-    deinit { try? FileManager.default.removeItem(atPath: root) }
 
     var directory: CacheDirectory {
         CacheDirectory(root: root, account: CacheDirectory.account(applicationId: Self.applicationId, userId: Self.user))
@@ -182,23 +181,5 @@ final class ScenarioContext {
     func plaintextHits() -> [String] {
         let audit = Audit(directory: directory, common: common, marker: Self.marker)
         return audit.listFiles().filter { !$0.isDirectory && audit.contains(Self.marker, file: "\(directory.path)/\($0.path)") }.map(\.path)
-    }
-}
-
-/// Byte-level damage, as a failing disk or a careless tool would do it.
-enum Damage {
-    static func overwrite(_ path: String, at offset: Int, count: Int) {
-        let fd = open(path, O_WRONLY | O_NOFOLLOW)
-        guard fd >= 0 else { return }
-        var garbage = [UInt8](repeating: 0, count: count)
-        for i in garbage.indices { garbage[i] = UInt8.random(in: 0...255) }
-        _ = pwrite(fd, &garbage, count, off_t(offset))
-        fsync(fd)
-        close(fd)
-    }
-
-    static func size(_ path: String) -> Int {
-        var st = stat()
-        return stat(path, &st) == 0 ? Int(st.st_size) : 0
     }
 }

@@ -28,7 +28,6 @@ enum ScenariosCommand {
             ambientProblem = "the session's Secret Service is unavailable (\(reason.rawValue)); run through Scripts/chatvault, which starts a private keyring"
         }
         let keyRoot = try makePrivateDirectory()
-        defer { try? FileManager.default.removeItem(atPath: keyRoot) }
 
         var results: [ScenarioResult] = []
         for scenario in Catalogue.all where only?.contains(scenario.name) ?? true {
@@ -43,7 +42,7 @@ enum ScenariosCommand {
                 result = ScenarioResult(name: scenario.name, summary: scenario.summary, expected: nil, observed: nil, listenerCalls: [],
                                         deviations: [ambientProblem], skipped: nil, milliseconds: 0)
             } else {
-                result = await runHere(scenario, keystore: keystore, keyDirectory: "\(keyRoot)/keys")
+                result = await runHere(scenario, keystore: keystore, keyDirectory: "\(keyRoot.path)/keys")
             }
             results.append(result)
             if !json { FileHandle.standardError.write(Data("  \(result.verdict.padding(toLength: 9, withPad: " ", startingAt: 0)) \(scenario.name)\n".utf8)) }
@@ -101,12 +100,13 @@ enum ScenariosCommand {
         }
     }
 
-    static func makePrivateDirectory() throws -> String {
-        var template = Array("\(NSTemporaryDirectory())/chatvault-scenario-keys-XXXXXX".utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw CLIError.failure("cannot create a temporary directory")
+    /// A private temporary directory for key files, removed with the returned object.
+    static func makePrivateDirectory() throws -> TemporaryDirectory {
+        do {
+            return try TemporaryDirectory.create(prefix: "chatvault-scenario-keys")
+        } catch {
+            throw CLIError.failure("\(error)")
         }
-        return String(cString: made)
     }
 
     static func table(_ results: [ScenarioResult]) -> String {
@@ -175,8 +175,7 @@ enum ScenarioChild {
             try PrivateSession.startKeyring(replace: false)
         }
         let keys = try ScenariosCommand.makePrivateDirectory()
-        defer { try? FileManager.default.removeItem(atPath: keys) }
-        let result = await ScenariosCommand.runHere(scenario, keystore: "secret-service", keyDirectory: "\(keys)/keys")
+        let result = await ScenariosCommand.runHere(scenario, keystore: "secret-service", keyDirectory: "\(keys.path)/keys")
         let encoder = JSONEncoder()
         emit(resultPrefix + String(decoding: try encoder.encode(result), as: UTF8.self))
         return 0
