@@ -1,4 +1,3 @@
-import ChatVaultTesting
 import Foundation
 import XCTest
 import VaultKeys
