@@ -63,7 +63,7 @@ public struct VaultSettings: Sendable {
     public init(applicationId: String, applicationName: String? = nil, rootDirectory: String? = nil,
                 keyStorage: [KeyStorageOption] = [.secretService()], callbackExecutor: CallbackExecutor = .main,
                 retry: RetryPolicy = RetryPolicy(), escalationThreshold: Int = 3, quarantine: QuarantinePolicy = QuarantinePolicy(),
-                synchronousIntegrityCheckLimit: Int64 = 1 << 20) {
+                synchronousIntegrityCheckLimit: Int64 = StoreConfiguration.defaultSynchronousIntegrityCheckLimit) {
         self.applicationId = applicationId
         self.applicationName = applicationName ?? applicationId
         self.rootDirectory = rootDirectory

@@ -281,6 +281,17 @@ struct OpenProcedure {
     /// no provider) moves on to the next accepted tier; a closed one (locked) stops: we wait for
     /// it rather than fall back.
     mutating func encryptionFeasibility() -> Feasibility {
+        if let known = feasibility { return known }
+        let answer = probeFeasibility()
+        // A transient answer may change within the procedure (it waits for nothing); the others
+        // are kept so the stores are asked once and a fallback is noted once.
+        if case .transient = answer {} else { feasibility = answer }
+        return answer
+    }
+
+    var feasibility: Feasibility?
+
+    private mutating func probeFeasibility() -> Feasibility {
         guard engine.isAvailable else { return .cannotRun(.cipherNotProven) }
         var missing: [String: KeyUnavailableReason] = [:]
         for (index, store) in config.keyStores.enumerated() {

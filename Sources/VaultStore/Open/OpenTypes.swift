@@ -151,7 +151,8 @@ public struct StoreConfiguration: Sendable {
     /// Databases up to this size get `PRAGMA quick_check` during open; larger ones are checked
     /// in the background right after (`VaultCache.verifyIntegrity`). `quick_check` reads and
     /// decrypts every page (about 1.6 ms per MiB here), so 1 MiB keeps an open within its 5 ms.
-    public var synchronousIntegrityCheckLimit: Int64 = 1 << 20
+    public var synchronousIntegrityCheckLimit: Int64 = StoreConfiguration.defaultSynchronousIntegrityCheckLimit
+    public static let defaultSynchronousIntegrityCheckLimit: Int64 = 1 << 20
     public var connection = ConnectionOptions()
     public var now: @Sendable () -> Date = { Date() }
     /// Test seam: pretend the linked engine is this one (e.g. plain SQLite, no cipher).
