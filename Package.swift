@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "VaultStore", targets: ["VaultStore"]),
         .library(name: "VaultKeys", targets: ["VaultKeys"]),
         .library(name: "ChatVaultTesting", targets: ["ChatVaultTesting"]),
+        .library(name: "ChatVaultSimulator", targets: ["ChatVaultSimulator"]),
         .executable(name: "chatvault", targets: ["chatvault"]),
     ],
     targets: [
@@ -35,6 +36,9 @@ let package = Package(
         .target(name: "VaultStore", dependencies: ["VaultKeys", "CSQLCipher", "CCrypto"], swiftSettings: strict),
         // Engine: the public offline API of the seeds.
         .target(name: "ChatVault", dependencies: ["VaultStore", "VaultKeys"], swiftSettings: strict),
+        // An in-process chat server (truth for many users, a virtual network, faults, a clock), for
+        // the library's tests and apps' own.
+        .target(name: "ChatVaultSimulator", dependencies: ["ChatVault"], swiftSettings: strict),
         // Test support shipped for apps' own tests too: a headless gnome-keyring, private buses,
         // a subprocess runner that daemons cannot hang.
         .target(name: "ChatVaultTesting", dependencies: ["VaultKeys"], swiftSettings: strict),
@@ -43,7 +47,8 @@ let package = Package(
 
         .testTarget(name: "VaultKeysTests", dependencies: ["VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultKeys", "CSQLCipher", "ChatVaultTesting"], swiftSettings: strict),
-        .testTarget(name: "ChatVaultTests", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
+        .testTarget(name: "ChatVaultTests", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),
+        .testTarget(name: "ChatVaultSimulatorTests", dependencies: ["ChatVaultSimulator", "ChatVault"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["chatvault", "ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

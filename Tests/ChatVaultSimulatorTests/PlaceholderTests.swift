@@ -1,0 +1,4 @@
+import XCTest
+@testable import ChatVaultSimulator
+
+final class PlaceholderTests: XCTestCase {}
