@@ -384,7 +384,8 @@ final class FixtureCopy {
     /// The intact fixture it derives from (itself, or a damaged copy's source).
     let source: String
     let expected: FixtureExpectation
-    let keyStore = MemoryKeyStore()
+    /// Stands in for the Secret Service the fixtures' manifests name.
+    let keyStore = MemoryKeyStore(tier: .keystore, name: "secret-service")
 
     var directory: CacheDirectory { CacheDirectory(root: temporary.path, account: expected.account) }
     var keyItem: KeyItemID { KeyItemID(applicationId: expected.applicationId, account: expected.account, cacheId: expected.cacheId) }

@@ -13,13 +13,13 @@ final class IntegrityTests: XCTestCase {
         let healthy = try XCTUnwrap(h.open(config, expect: "ready").cache)
         XCTAssertTrue(healthy.needsBackgroundIntegrityCheck)
         let healthyResult = await healthy.verifyIntegrity()
-        XCTAssertTrue(healthyResult)
+        XCTAssertEqual(healthyResult, .intact)
         healthy.close()
 
         Damage.middlePage(h.directory.database)
         let damaged = try XCTUnwrap(h.open(config, expect: "ready").cache)
         let damagedResult = await damaged.verifyIntegrity()
-        XCTAssertFalse(damagedResult, "the background check catches what the fast open skipped")
+        XCTAssertEqual(damagedResult, .damaged, "the background check catches what the fast open skipped")
         damaged.close()
     }
 

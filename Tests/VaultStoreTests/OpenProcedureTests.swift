@@ -258,7 +258,7 @@ final class OpenProcedureTests: XCTestCase {
         // Every probe fails: the escalation sets the cache aside, then the new cache cannot open.
         config.connection.faults = { point, _ in point == .probe ? SQLITE_IOERR : nil }
         let failed = h.open(config, expect: "unavailable")
-        XCTAssertEqual(failed.resets.map(\.reason), [.escalated])
+        XCTAssertEqual(failed.resets, [], "announced only once a replacement cache serves")
         let report = h.open(h.configuration(), expect: "ready")
         XCTAssertEqual(report.resets.map(\.reason), [.escalated], "the listener still hears about it, once")
         report.cache?.close()
@@ -457,8 +457,11 @@ final class OpenProcedureTests: XCTestCase {
         let h = Harness()
         try h.createSeeded(messages: 3)
         XCTAssertTrue(FileManager.default.createFile(atPath: h.directory.migrationTarget, contents: Data("partial".utf8)))
+        XCTAssertTrue(FileManager.default.createFile(atPath: h.directory.migrationTarget + "-journal", contents: Data("j".utf8)))
         let cache = try XCTUnwrap(h.open(h.configuration(), expect: "ready").cache)
         XCTAssertEqual(try h.counts(cache).messages, 3)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.directory.migrationTarget), "removed on a normal open")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.directory.migrationTarget + "-journal"))
     }
 }
 

@@ -24,11 +24,14 @@ struct Harness {
         return config
     }
 
-    /// Opens, asserting the outcome code.
+    /// Opens, asserting the outcome code, and acknowledges the reported resets as the engine
+    /// does once its listeners have run (`acknowledge: false` leaves them unannounced).
     @discardableResult
-    func open(_ config: StoreConfiguration, expect: String, file: StaticString = #filePath, line: UInt = #line) -> OpenReport {
+    func open(_ config: StoreConfiguration, expect: String, acknowledge: Bool = true,
+              file: StaticString = #filePath, line: UInt = #line) -> OpenReport {
         let report = CacheOpener.open(config)
         XCTAssertEqual(report.outcome.code, expect, "notes: \(report.notes)", file: file, line: line)
+        if acknowledge { CacheOpener.acknowledge(report.resets, in: config.directory) }
         return report
     }
 

@@ -25,10 +25,13 @@ public final class MemoryKeyStore: KeyStore {
 
     private let state = Mutex(State())
     public let tier: KeyStorageTier
-    public var name: String { "memory" }
+    public let name: String
 
-    public init(tier: KeyStorageTier = .keystore) {
+    /// - Parameter name: the store name recorded in manifests; a test can stand in for another
+    ///   store (`"secret-service"`) to open caches that name it.
+    public init(tier: KeyStorageTier = .keystore, name: String = "memory") {
         self.tier = tier
+        self.name = name
     }
 
     /// Makes every call answer `.unavailable(reason)` (or behave normally again with `nil`).

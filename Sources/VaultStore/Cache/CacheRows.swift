@@ -125,15 +125,16 @@ public enum CacheRows {
                pending: Int(try db.scalarInt("SELECT count(*) FROM outbox") ?? 0))
     }
 
-    /// Empties every chat table (the outbox too) and compacts the file, so deleted content does
-    /// not linger in free pages.
+    /// Empties every chat table (the outbox too) in one transaction, then compacts the file so
+    /// deleted content does not linger in free pages. Throws only if the delete itself failed
+    /// (then nothing changed); the compaction is best effort (VACUUM needs free space).
     public static func clearAll(_ db: Database) throws {
         try db.transaction {
             for table in ["messages", "conversations", "outbox", "media", "list_snapshots", "kv"] {
                 try db.execute("DELETE FROM \(table)")
             }
         }
-        try db.execute("VACUUM")
-        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        try? db.execute("VACUUM")
+        try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 }

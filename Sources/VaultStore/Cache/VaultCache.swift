@@ -47,7 +47,11 @@ public final class VaultCache: Sendable {
             return state
         }
         guard !wasClosed else { return }
-        checker.withLock { $0?.close() }
+        let retired = checker.withLock { c -> DatabaseQueue? in
+            defer { c = nil }
+            return c
+        }
+        retired?.close()
         reader.close()
         _ = try? writer.sync { db in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
         writer.close()
@@ -56,14 +60,35 @@ public final class VaultCache: Sendable {
 
     deinit { close() }
 
-    /// Runs `PRAGMA quick_check` (on the background connection when there is one, then closes it);
-    /// true when the database is intact.
-    public func verifyIntegrity() async -> Bool {
+    /// What a background integrity check found.
+    public enum Integrity: Sendable, Equatable {
+        case intact
+        /// `quick_check` reported damage (or SQLCipher refused a page): grounds for a reset.
+        case damaged
+        /// The check could not run (out of memory, an I/O error, closed meanwhile): says nothing.
+        case unknown
+    }
+
+    /// Runs `PRAGMA quick_check` on the background connection when there is one (closing it
+    /// afterwards), else on the reader.
+    public func verifyIntegrity() async -> Integrity {
         let connection = checker.withLock { $0 } ?? reader
-        defer {
-            if connection !== reader { checker.withLock { $0?.close(); $0 = nil } }
+        let result: Integrity
+        do {
+            result = try await connection.run { db in try IntegrityCheck.run(db) } ? .intact : .damaged
+        } catch let error as DatabaseError where error.failureClass == .damaged {
+            result = .damaged
+        } catch {
+            result = .unknown
         }
-        return (try? await connection.run { db in try IntegrityCheck.run(db) }) ?? false
+        if connection !== reader {
+            let retired = checker.withLock { c -> DatabaseQueue? in
+                defer { c = nil }
+                return c
+            }
+            retired?.close()
+        }
+        return result
     }
 
     /// Bytes on disk: database, WAL and media directories.

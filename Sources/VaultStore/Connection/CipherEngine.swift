@@ -84,6 +84,16 @@ public struct CipherProfile: Codable, Sendable, Equatable {
                       createdBy: "SQLCipher \(engine.version ?? "none") on SQLite \(engine.sqliteVersion)")
     }
 
+    /// Whether every field is one this code knows. A manifest is a file anyone with the user's
+    /// rights can edit, and these values become pragmas: only allow-listed words and sane numbers.
+    public var isWellFormed: Bool {
+        keying == "raw" && (512...65536).contains(pageSize) && pageSize & (pageSize - 1) == 0
+            && ["HMAC_SHA1", "HMAC_SHA256", "HMAC_SHA512"].contains(hmacAlgorithm)
+            && ["PBKDF2_HMAC_SHA1", "PBKDF2_HMAC_SHA256", "PBKDF2_HMAC_SHA512"].contains(kdfAlgorithm)
+            && (1...10_000_000).contains(kdfIterations) && (1...10_000).contains(fastKdfIterations)
+            && createdBy.utf8.count < 256
+    }
+
     /// The status string once proven, e.g. "AES-256-CBC/HMAC-SHA1".
     public func cipherDescription(engine: CipherEngine) -> String {
         let cipher = (engine.cipherName ?? "aes-256-cbc").uppercased()
@@ -120,20 +130,35 @@ public enum CipherProof {
 
     /// What the first 16 bytes of a database file say.
     public enum Header: Sendable, Equatable {
+        /// No such file (ENOENT, and only that).
         case missing
         case empty
         case plaintext
         /// Not a plaintext header: an encrypted file (or garbage).
         case opaque
+        /// The file could not be opened or read now (EMFILE, EACCES, EIO…): says nothing about it.
+        case unreadable(errno: Int32)
     }
 
     public static func header(of path: String) -> Header {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return .missing }
+        guard fd >= 0 else {
+            let e = errno
+            return e == ENOENT ? .missing : .unreadable(errno: e)
+        }
         defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: 16)
-        let n = read(fd, &bytes, 16)
-        if n <= 0 { return .empty }
+        var n = 0
+        while n < 16 {
+            let got = read(fd, &bytes[n], 16 - n)
+            if got < 0 {
+                if errno == EINTR { continue }
+                return .unreadable(errno: errno)
+            }
+            if got == 0 { break }
+            n += got
+        }
+        if n == 0 { return .empty }
         return n == 16 && bytes == plaintextHeader ? .plaintext : .opaque
     }
 }

@@ -38,8 +38,9 @@ public final class Database {
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
             let code = db.map { sqlite3_extended_errcode($0) } ?? rc
+            let systemErrno = db.map { sqlite3_system_errno($0) } ?? 0
             sqlite3_close_v2(db)
-            throw DatabaseError(extendedCode: code == SQLITE_OK ? rc : code, message: message, operation: "open")
+            throw DatabaseError(extendedCode: code == SQLITE_OK ? rc : code, message: message, operation: "open", systemErrno: systemErrno)
         }
         handle = db
         sqlite3_extended_result_codes(db, 1)
@@ -52,7 +53,8 @@ public final class Database {
 
     func error(_ rc: Int32, _ operation: String) -> DatabaseError {
         DatabaseError(extendedCode: sqlite3_extended_errcode(handle) == SQLITE_OK ? rc : sqlite3_extended_errcode(handle),
-                      message: String(cString: sqlite3_errmsg(handle)), operation: operation)
+                      message: String(cString: sqlite3_errmsg(handle)), operation: operation,
+                      systemErrno: sqlite3_system_errno(handle))
     }
 
     /// Keys the connection with SQLCipher's raw-key form `x'<hex>'` (no KDF). The literal lives in a
@@ -69,6 +71,31 @@ public final class Database {
         if let injected = faults?(.step, sql) { throw DatabaseError(extendedCode: injected, message: "injected fault", operation: "exec") }
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
         guard rc == SQLITE_OK else { throw error(rc, "exec") }
+    }
+
+    /// Runs exactly one statement (no results). Anything after the first statement is refused, so
+    /// text that reached a pragma from a file (a cipher profile) can never smuggle in a second one.
+    func executeSingle(_ sql: String) throws(DatabaseError) {
+        var stmt: OpaquePointer?
+        let (rc, trailing) = sql.withCString { text -> (Int32, Bool) in
+            var tail: UnsafePointer<CChar>?
+            let rc = sqlite3_prepare_v2(handle, text, -1, &stmt, &tail)
+            var p = tail
+            while let c = p?.pointee, c != 0 {
+                if c != 0x20 && c != 0x0a && c != 0x09 && c != 0x0d && c != 0x3b { return (rc, true) }
+                p = p?.successor()
+            }
+            return (rc, false)
+        }
+        defer { sqlite3_finalize(stmt) }
+        guard rc == SQLITE_OK else { throw error(rc, "prepare") }
+        guard !trailing else {
+            throw DatabaseError(extendedCode: SQLITE_MISUSE, message: "more than one statement", operation: "prepare")
+        }
+        guard let stmt else { return }
+        var step = sqlite3_step(stmt)
+        while step == SQLITE_ROW { step = sqlite3_step(stmt) }
+        guard step == SQLITE_DONE else { throw error(step, "step") }
     }
 
     /// A fresh prepared statement.

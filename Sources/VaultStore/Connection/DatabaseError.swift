@@ -1,3 +1,4 @@
+import Foundation
 internal import CSQLCipher
 
 /// An SQLite or SQLCipher result code with the operation that produced it.
@@ -11,11 +12,14 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
     public let message: String
     /// What we were doing ("open", "key", "prepare", "step", "exec", …).
     public let operation: String
+    /// The errno behind an I/O failure (`sqlite3_system_errno`), 0 when none.
+    public let systemErrno: Int32
 
-    public init(extendedCode: Int32, message: String, operation: String) {
+    public init(extendedCode: Int32, message: String, operation: String, systemErrno: Int32 = 0) {
         self.extendedCode = extendedCode
         self.message = message
         self.operation = operation
+        self.systemErrno = systemErrno
     }
 
     /// The primary result code (`SQLITE_BUSY`, `SQLITE_NOTADB`, …).
@@ -57,8 +61,17 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
         }
     }
 
-    /// How the open procedure treats a failure with this code.
+    /// How the open procedure treats a failure with this code. The errno decides first: a full
+    /// disk often surfaces as SQLITE_IOERR (creating the shm file) or a plain SQLITE_ERROR (an
+    /// export), not as SQLITE_FULL.
     public var failureClass: FailureClass {
+        switch systemErrno {
+        case ENOSPC, EDQUOT, EFBIG: return .diskFull
+        case EROFS, EACCES, EPERM: return .readOnly
+        case EMFILE, ENFILE, ENOMEM, EAGAIN, EINTR: return .resources
+        default: break
+        }
+        if message.contains("database or disk is full") { return .diskFull }
         switch primaryCode {
         case SQLITE_NOTADB, SQLITE_CORRUPT, SQLITE_FORMAT: return .damaged
         case SQLITE_BUSY, SQLITE_LOCKED: return .busy

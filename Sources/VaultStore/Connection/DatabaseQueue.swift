@@ -53,7 +53,7 @@ public final class DatabaseQueue: @unchecked Sendable {
         let db = try Database(path: path, flags: flags, faults: options.faults)
         if case .encrypted(let key, let profile) = keying {
             try db.key(key)
-            for pragma in profile.pragmas(engine: .current) { try db.execute(pragma) }
+            for pragma in profile.pragmas(engine: .current) { try db.executeSingle(pragma) }
         }
         try db.execute("PRAGMA busy_timeout = \(options.busyTimeoutMs)")
         // The probe: the first read of page 1. A wrong key or a damaged header fails here with
@@ -113,6 +113,10 @@ public final class DatabaseQueue: @unchecked Sendable {
 
     /// Closes the connection (idempotent). Later calls fail with SQLITE_MISUSE.
     public func close() {
-        queue.sync { database = nil }
+        if DispatchQueue.getSpecific(key: queueKey) != nil {
+            database = nil
+        } else {
+            queue.sync { database = nil }
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 public import VaultKeys
 
 /// The files of one cache directory (one app, one user), ARCHITECTURE.md §4.
@@ -13,6 +14,9 @@ public struct CacheDirectory: Sendable, Equatable {
     public init(root: String, account: String) {
         path = "\(root)/\(account)"
     }
+
+    /// The directory's name: the opaque per-user account (see `account(applicationId:userId:)`).
+    public var account: String { (path as NSString).lastPathComponent }
 
     public var database: String { "\(path)/cache.db" }
     public var wal: String { "\(path)/cache.db-wal" }
@@ -101,8 +105,8 @@ public struct CacheDirectory: Sendable, Equatable {
 ///
 /// `flock` locks belong to an open file description, so a second open in the same process is
 /// refused too. The lock file holds the owner's pid for the error message.
-public final class DirectoryLock: @unchecked Sendable {
-    private var fd: Int32
+public final class DirectoryLock: Sendable {
+    private let fd: Mutex<Int32>
     public let path: String
 
     public enum Failure: Error, Sendable, Equatable {
@@ -140,17 +144,19 @@ public final class DirectoryLock: @unchecked Sendable {
     }
 
     private init(fd: Int32, path: String) {
-        self.fd = fd
+        self.fd = Mutex(fd)
         self.path = path
     }
 
     /// Releases the lock (idempotent).
     public func release() {
-        guard fd >= 0 else { return }
-        _ = ftruncate(fd, 0)
-        flock(fd, LOCK_UN)
-        close(fd)
-        fd = -1
+        fd.withLock { fd in
+            guard fd >= 0 else { return }
+            _ = ftruncate(fd, 0)
+            flock(fd, LOCK_UN)
+            close(fd)
+            fd = -1
+        }
     }
 
     deinit { release() }

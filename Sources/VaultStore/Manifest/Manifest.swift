@@ -51,10 +51,16 @@ public struct Manifest: Codable, Sendable, Equatable {
     public var isWellFormed: Bool {
         guard formatVersion >= 1, KeyItemNames.isSafeComponent(cacheId), consecutiveUnclassifiedFailures >= 0 else { return false }
         if encrypted {
-            guard keyStorage != .none, let keyCheck, keyCheck.count == 64, cipherProfile != nil,
+            guard keyStorage != .none, let keyCheck, keyCheck.count == 64, keyCheck.utf8.allSatisfy(isHexDigit),
+                  let profile = cipherProfile, profile.isWellFormed,
                   let keyId, KeyItemNames.isSafeComponent(keyId) else { return false }
+            if let keyStore, !KeyItemNames.isSafeComponent(keyStore) { return false }
         }
         return true
+    }
+
+    private func isHexDigit(_ c: UInt8) -> Bool {
+        (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66)
     }
 }
 
@@ -66,7 +72,10 @@ public enum ManifestFile {
     /// What was found on disk.
     public enum State: Sendable, Equatable {
         case missing
-        /// Unreadable, unparseable or inconsistent (the reason, free of content).
+        /// The file exists but could not be read now (EACCES, EMFILE, EIO…): transient, never
+        /// a reason to rebuild anything.
+        case unreadable(errno: Int32)
+        /// Unparseable or inconsistent (the reason, free of content).
         case damaged(String)
         /// Written by a newer ChatVault: left alone.
         case newerFormat(Int)
@@ -81,6 +90,7 @@ public enum ManifestFile {
         } catch .notFound {
             return .missing
         } catch {
+            if let code = error.errno { return .unreadable(errno: code) }
             return .damaged(error.description)
         }
         if let probe = try? JSONDecoder().decode(FormatProbe.self, from: Data(bytes)),

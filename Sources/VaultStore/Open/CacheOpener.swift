@@ -10,14 +10,22 @@ import VaultKeys
 ///     case .unavailable(let why): retryLater(why)      // nothing was touched
 ///     case .onlineOnly, .plaintextFallback: …
 ///     }
+///     CacheOpener.acknowledge(report.resets, in: configuration.directory)   // after telling listeners
 ///
 /// Rules it never breaks: a transient condition (locked keyring, missing bus, busy database, full
-/// disk) never resets or touches the cache; a reset sets the old files aside in `quarantine/`
-/// instead of deleting them; nothing is labelled encrypted before the cipher is proven.
+/// disk, a file that cannot be opened right now) never resets or touches the cache; a reset sets
+/// the old files aside in `quarantine/` and is abandoned (never turned into a deletion) when it
+/// cannot; nothing is labelled encrypted before the cipher is proven.
 public enum CacheOpener {
     public static func open(_ configuration: StoreConfiguration) -> OpenReport {
         var procedure = OpenProcedure(configuration)
         return procedure.run()
+    }
+
+    /// Records that resets from an `OpenReport` have been delivered to the reset listeners, so the
+    /// next open does not announce them again. Until then every successful open reports them.
+    public static func acknowledge(_ resets: [CacheReset], in directory: CacheDirectory) {
+        Quarantine(directory: directory, policy: QuarantinePolicy(), now: { Date() }).markReported(resets.compactMap(\.quarantinedAs))
     }
 }
 
@@ -47,14 +55,36 @@ enum DatabaseVerdict {
         case let problem as Schema.Problem:
             switch problem {
             case .empty: self = .damaged
-            case .newer, .mismatch: self = .unclassified(1)
+            case .newer(let version): self = .transient(.newerSchema(version))
+            case .mismatch: self = .unclassified(1)
             }
         case let e as SecureFileError:
-            self = e.isRefusal ? .transient(.unsafeFiles(e.description)) : .unclassified(1)
+            self = DatabaseVerdict(e)
+        case let failure as Quarantine.Failure:
+            self = DatabaseVerdict(failure.error)
         case let stop as OpenStop:
             if case .unavailable(let reason) = stop { self = .transient(reason) } else { self = .unclassified(1) }
         default:
             self = .unclassified(1)
+        }
+    }
+
+    init(_ error: SecureFileError) {
+        if error.isRefusal {
+            self = .transient(.unsafeFiles(error.description))
+        } else {
+            self = .transient(UnavailableReason.forErrno(error.errno ?? 0))
+        }
+    }
+}
+
+extension UnavailableReason {
+    /// The transient reason an errno stands for (file-system trouble is never grounds for a reset).
+    static func forErrno(_ code: Int32) -> UnavailableReason {
+        switch code {
+        case ENOSPC, EDQUOT, EFBIG: return .diskFull
+        case EROFS, EACCES, EPERM: return .readOnly
+        default: return .resources
         }
     }
 }
@@ -63,41 +93,45 @@ struct OpenProcedure {
     let config: StoreConfiguration
     let dir: CacheDirectory
     let engine: CipherEngine
+    let quarantine: Quarantine
     var notes: [String] = []
     var resets: [CacheReset] = []
     var lock: DirectoryLock?
+    var feasibility: Feasibility?
+    var pendingSalvage: [[DatabaseValue]] = []
 
     init(_ config: StoreConfiguration) {
         self.config = config
         dir = config.directory
         engine = config.cipherEngine ?? .current
+        quarantine = Quarantine(directory: config.directory, policy: config.quarantine, now: config.now)
     }
 
     mutating func run() -> OpenReport {
         do {
             let (cache, fallback) = try openOrCreate()
-            let quarantine = Quarantine(directory: dir, policy: config.quarantine, now: config.now)
-            for reset in resets { quarantine.markReported(reset.quarantinedAs) }
+            // Resets an earlier run performed but never delivered are announced now, once.
+            let known = Set(resets.compactMap(\.quarantinedAs))
+            let earlier = quarantine.unreportedResets().filter { !known.contains($0.quarantinedAs ?? "") }
             let outcome: OpenReport.Outcome = fallback.map { .plaintextFallback($0) } ?? .ready
-            return OpenReport(outcome: outcome, resets: resets, cache: cache, notes: notes)
+            return OpenReport(outcome: outcome, resets: earlier + resets, cache: cache, notes: notes)
         } catch let stop as OpenStop {
             lock?.release()
             switch stop {
             case .unavailable(let reason):
-                return OpenReport(outcome: .unavailable(reason), resets: resets, cache: nil, notes: notes)
+                return OpenReport(outcome: .unavailable(reason), resets: [], cache: nil, notes: notes)
             case .cannotEncrypt(let why):
-                return OpenReport(outcome: .onlineOnly(why), resets: resets, cache: nil, notes: notes)
+                return OpenReport(outcome: .onlineOnly(why), resets: [], cache: nil, notes: notes)
             }
         } catch {
             lock?.release()
-            let verdict = DatabaseVerdict(error)
             let reason: UnavailableReason
-            switch verdict {
+            switch DatabaseVerdict(error) {
             case .transient(let r): reason = r
             case .damaged, .unclassified: reason = .unclassified(code: 1, attempt: 0, of: config.escalationThreshold)
             }
             notes.append("open failed: \(error)")
-            return OpenReport(outcome: .unavailable(reason), resets: resets, cache: nil, notes: notes)
+            return OpenReport(outcome: .unavailable(reason), resets: [], cache: nil, notes: notes)
         }
     }
 
@@ -120,14 +154,13 @@ struct OpenProcedure {
             do {
                 try SecureFiles.ensureDirectory(dir.path)
             } catch {
-                throw OpenStop.unavailable(error.isRefusal ? .unsafeFiles(error.description) : .readOnly)
+                throw OpenStop.unavailable(DatabaseVerdict.reason(error))
             }
         }
         switch DirectoryLock.acquire(dir.lockFile) {
         case .success(let acquired): lock = acquired
         case .failure(.held(let pid)): throw OpenStop.unavailable(.cacheInUse(pid: pid))
-        case .failure(.system(let error)):
-            throw OpenStop.unavailable(error.isRefusal ? .unsafeFiles(error.description) : .readOnly)
+        case .failure(.system(let error)): throw OpenStop.unavailable(DatabaseVerdict.reason(error))
         }
         for file in dir.databaseFiles + [dir.manifest] {
             do {
@@ -135,15 +168,23 @@ struct OpenProcedure {
             } catch .notFound {
                 continue
             } catch {
-                throw OpenStop.unavailable(.unsafeFiles(error.description))
+                throw OpenStop.unavailable(DatabaseVerdict.reason(error))
             }
         }
-        var quarantine = Quarantine(directory: dir, policy: config.quarantine, now: config.now)
-        quarantine.prune(keepingCacheId: nil, keyStores: config.keyStores, applicationId: config.applicationId, account: config.account)
-        if config.synchronousIntegrityCheckLimit < 0 { notes.append("integrity checks disabled") }
+        // Finish what a crash interrupted before looking at anything.
+        try quarantine.rollForward()
+        removeMigrationLeftovers()
 
         let header = CipherProof.header(of: dir.database)
-        switch ManifestFile.read(directory: dir.path) {
+        if case .unreadable(let code) = header { throw OpenStop.unavailable(.forErrno(code)) }
+        let state = ManifestFile.read(directory: dir.path)
+        if case .valid(let manifest) = state {
+            quarantine.prune(currentCacheId: manifest.cacheId, keyStores: config.keyStores,
+                             applicationId: config.applicationId, account: config.account)
+        }
+        switch state {
+        case .unreadable(let code):
+            throw OpenStop.unavailable(.forErrno(code))
         case .newerFormat(let version):
             throw OpenStop.unavailable(.newerManifest(version))
         case .missing, .damaged:
@@ -155,7 +196,7 @@ struct OpenProcedure {
             return try infer(header: header, hint: nil)
         case .valid(let manifest):
             switch header {
-            case .missing, .empty:
+            case .missing, .empty, .unreadable:
                 // A cache existed here (its manifest says so) but its database is gone or emptied.
                 try reset(.corrupted, manifest: manifest, salvageWith: nil)
                 return try createFresh(afterReset: true)
@@ -186,7 +227,7 @@ struct OpenProcedure {
     /// reset (quarantine) and returns nil, so the caller creates the replacement.
     mutating func verifiedKey(for manifest: Manifest, onLost: OfflineCacheResetReason, onWrong: OfflineCacheResetReason) throws -> (CacheKey?, (any KeyStore)?) {
         guard engine.isAvailable else { throw OpenStop.unavailable(.cipherUnavailable) }
-        guard let store = keyStore(for: manifest) else {
+        guard let store = KeyStoreSelection.store(for: manifest, among: config.keyStores) else {
             throw OpenStop.unavailable(.keyStorageNotAccepted(manifest.keyStorage))
         }
         switch store.lookup(itemID(manifest.cacheId)) {
@@ -216,18 +257,33 @@ struct OpenProcedure {
                 try reset(.corrupted, manifest: manifest, salvageWith: keying)
                 return try createFresh(afterReset: true).0
             case .unclassified(let code):
-                var counted = manifest
-                counted.consecutiveUnclassifiedFailures += 1
-                counted.lastFailureCode = code
-                notes.append("unclassified open failure \(counted.consecutiveUnclassifiedFailures) of \(config.escalationThreshold): \(error)")
-                if counted.consecutiveUnclassifiedFailures >= config.escalationThreshold {
-                    try reset(.escalated, manifest: counted, salvageWith: keying)
-                    return try createFresh(afterReset: true).0
-                }
-                try? ManifestFile.write(counted, directory: dir.path)
-                throw OpenStop.unavailable(.unclassified(code: code, attempt: counted.consecutiveUnclassifiedFailures, of: config.escalationThreshold))
+                notes.append("unclassified open failure: \(error)")
+                try escalateIfRecurring(manifest, code: code, salvageWith: keying)
+                return try createFresh(afterReset: true).0
             }
         }
+    }
+
+    /// Counts an unclassified failure in the manifest and, once the same failure has recurred on
+    /// `escalationThreshold` consecutive counted opens, resets the cache as `.escalated`
+    /// (returning so the caller creates the replacement). Otherwise throws `unavailable`.
+    ///
+    /// Only the first open of a login counts (`countsTowardEscalation`), and only the same result
+    /// code in a row: retries a second apart never add up to a reset, and a different failure
+    /// starts the count again.
+    mutating func escalateIfRecurring(_ manifest: Manifest, code: Int32, salvageWith keying: ConnectionKeying?) throws {
+        var counted = manifest
+        if config.countsTowardEscalation {
+            counted.consecutiveUnclassifiedFailures = manifest.lastFailureCode == code ? manifest.consecutiveUnclassifiedFailures + 1 : 1
+            counted.lastFailureCode = code
+        }
+        let attempt = counted.consecutiveUnclassifiedFailures
+        if config.countsTowardEscalation && attempt >= config.escalationThreshold {
+            try reset(.escalated, manifest: counted, salvageWith: keying)
+            return
+        }
+        if config.countsTowardEscalation { try? ManifestFile.write(counted, directory: dir.path) }
+        throw OpenStop.unavailable(.unclassified(code: code, attempt: attempt, of: config.escalationThreshold))
     }
 
     /// Opens writer and reader, migrates and verifies the schema, checks integrity, proves the
@@ -248,8 +304,16 @@ struct OpenProcedure {
         if case .encrypted(_, let profile) = keying {
             // Prove the cipher: the engine names itself, and the file on disk is not plaintext.
             try writer.sync { db in try db.execute("PRAGMA wal_checkpoint(PASSIVE)") }
-            guard engine.isAvailable, CipherProof.header(of: dir.database) == .opaque else {
-                throw OpenStop.cannotEncrypt(.cipherNotProven)
+            switch CipherProof.header(of: dir.database) {
+            case .opaque where engine.isAvailable:
+                break
+            case .unreadable(let code):
+                // Could not look (no file descriptor left…): says nothing about the cipher.
+                throw OpenStop.unavailable(.forErrno(code))
+            default:
+                // Keyed, yet written in clear: no cipher is really running. A new cache is not
+                // created (encryption cannot run); an existing one waits, never reset.
+                throw creating ? OpenStop.cannotEncrypt(.cipherNotProven) : OpenStop.unavailable(.cipherUnavailable)
             }
             provenCipher = profile.cipherDescription(engine: engine)
         }
@@ -259,7 +323,7 @@ struct OpenProcedure {
         let checker = !checkNow && !creating
             ? try DatabaseQueue(path: dir.database, keying: keying, options: readerOptions, label: "integrity") : nil
         var final = manifest
-        if final.consecutiveUnclassifiedFailures != 0 || final.lastFailureCode != nil {
+        if config.countsTowardEscalation && (final.consecutiveUnclassifiedFailures != 0 || final.lastFailureCode != nil) {
             final.consecutiveUnclassifiedFailures = 0
             final.lastFailureCode = nil
             try? ManifestFile.write(final, directory: dir.path)
@@ -289,8 +353,6 @@ struct OpenProcedure {
         return answer
     }
 
-    var feasibility: Feasibility?
-
     private mutating func probeFeasibility() -> Feasibility {
         guard engine.isAvailable else { return .cannotRun(.cipherNotProven) }
         var missing: [String: KeyUnavailableReason] = [:]
@@ -310,13 +372,14 @@ struct OpenProcedure {
         return .cannotRun(.noKeyStore(missing))
     }
 
-    /// Creates an empty cache (encrypted if configured and possible). After a reset it also
-    /// collects reset notices left by an earlier run that stopped before its replacement existed.
+    /// Creates an empty cache (encrypted if configured and possible). Never over a database that
+    /// still holds data: a fresh cache is only created where there is none, or after a reset has
+    /// set the old one aside.
     mutating func createFresh(afterReset: Bool) throws -> (VaultCache, EncryptionUnavailable?) {
-        for path in dir.databaseFiles + [dir.migrationTarget, dir.manifest] { CacheDirectory.remove(path) }
-        if !afterReset {
-            resets += Quarantine(directory: dir, policy: config.quarantine, now: config.now).takeUnreportedResets()
+        if dir.hasDatabase && !afterReset {
+            throw OpenStop.unavailable(.unclassified(code: 1, attempt: 0, of: config.escalationThreshold))
         }
+        for path in dir.databaseFiles + [dir.manifest] { CacheDirectory.remove(path) }
         var created: (VaultCache, EncryptionUnavailable?)
         if config.encryption {
             switch encryptionFeasibility() {
@@ -388,24 +451,27 @@ struct OpenProcedure {
     // MARK: - Resets
 
     /// Sets the current cache aside (quarantine) after salvaging what can be read of its outbox.
-    /// The salvaged rows are re-inserted by `createFresh` through `pendingSalvage`.
+    /// The salvaged rows are re-inserted by `createFresh` through `pendingSalvage`. When the files
+    /// cannot be set aside, the reset is abandoned: the cache is unavailable, nothing is deleted.
     mutating func reset(_ reason: OfflineCacheResetReason, manifest: Manifest?, salvageWith keying: ConnectionKeying?) throws {
         var salvage = Salvage.Result.unreadable
         if let keying, CipherProof.header(of: dir.database) != .missing {
             salvage = Salvage.outbox(databasePath: dir.database, keying: keying, options: config.connection)
         }
         // A plaintext copy may not stay behind when the app asks for encryption.
-        let keepPlaintext = !config.encryption
-        var quarantine = Quarantine(directory: dir, policy: config.quarantine, now: config.now)
         let lost = salvage.pendingMessagesLost
-        let entry = quarantine.setAside(reason: reason, pendingMessagesLost: lost, keepPlaintext: keepPlaintext)
+        let entry: String
+        do {
+            entry = try quarantine.setAside(reason: reason, pendingMessagesLost: lost, keepPlaintext: !config.encryption)
+        } catch {
+            notes.append("the \(reason.rawValue) reset could not set the cache aside (\(error.error)); it stays as it is")
+            throw OpenStop.unavailable(DatabaseVerdict.reason(error.error))
+        }
         pendingSalvage = salvage.rows
         resets.append(CacheReset(reason: reason, pendingMessagesLost: lost, quarantinedAs: entry))
         notes.append("reset \(reason.rawValue): \(lost == offlinePendingCountUnknown ? "unknown number of" : String(lost)) unsent messages lost")
-        quarantine.prune(keepingCacheId: manifest?.cacheId, keyStores: config.keyStores, applicationId: config.applicationId, account: config.account)
+        quarantine.prune(currentCacheId: nil, keyStores: config.keyStores, applicationId: config.applicationId, account: config.account)
     }
-
-    var pendingSalvage: [[DatabaseValue]] = []
 
     // MARK: - Helpers
 
@@ -413,13 +479,27 @@ struct OpenProcedure {
         KeyItemID(applicationId: config.applicationId, account: config.account, cacheId: cacheId)
     }
 
-    func keyStore(for manifest: Manifest) -> (any KeyStore)? {
-        config.keyStores.first { $0.name == manifest.keyStore && $0.tier == manifest.keyStorage }
-            ?? config.keyStores.first { $0.tier == manifest.keyStorage }
-    }
-
     func fileSize(_ path: String) -> Int64 {
         var st = stat()
         return lstat(path, &st) == 0 ? Int64(st.st_size) : 0
+    }
+
+    /// A `cache.db.next` left by an interrupted encryption change is never needed: the old
+    /// database is intact until the rename, after which the target no longer exists. A plaintext
+    /// leftover is scrubbed.
+    func removeMigrationLeftovers() {
+        for path in [dir.migrationTarget, dir.migrationTarget + "-journal", dir.migrationTarget + "-wal", dir.migrationTarget + "-shm"] {
+            var st = stat()
+            guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { continue }
+            CipherProof.header(of: dir.migrationTarget) == .plaintext ? CacheDirectory.scrubAndRemove(path) : CacheDirectory.remove(path)
+        }
+    }
+}
+
+extension DatabaseVerdict {
+    /// The unavailable reason for a file-system failure.
+    static func reason(_ error: SecureFileError) -> UnavailableReason {
+        if case .transient(let reason) = DatabaseVerdict(error) { return reason }
+        return .resources
     }
 }

@@ -60,7 +60,11 @@ extension OpenProcedure {
 
     /// Exports the current database into `cache.db.next` under `target` and verifies it.
     /// Returns false when the old cache is unreadable (it has then been reset); throws when the
-    /// failure is transient (nothing changed).
+    /// change cannot be made now (nothing changed: the old cache stays exactly as it was).
+    ///
+    /// Once the source has opened and its schema checks out, it is readable by definition: any
+    /// later failure (a full disk during the export, a failed verification) abandons the change
+    /// and never resets the cache.
     private mutating func migrate(from sourceKeying: ConnectionKeying, to target: ConnectionKeying,
                                   storingKey: (CacheKey, String, any KeyStore)?, manifest: Manifest) throws -> Bool {
         let source: DatabaseQueue
@@ -68,9 +72,20 @@ extension OpenProcedure {
             source = try DatabaseQueue(path: dir.database, keying: sourceKeying, options: config.connection, label: "migration-source")
             try source.sync { db in try Schema.prepare(db, expectExisting: true) }
         } catch {
-            return try rebuildOrThrow(error, manifest: manifest, salvageWith: sourceKeying)
+            switch DatabaseVerdict(error) {
+            case .transient(let reason):
+                throw OpenStop.unavailable(reason)
+            case .damaged:
+                notes.append("the cache could not be read for the encryption change (\(error)); rebuilding")
+                try reset(.encryptionChanged, manifest: manifest, salvageWith: sourceKeying)
+                return false
+            case .unclassified(let code):
+                try escalateIfRecurring(manifest, code: code, salvageWith: sourceKeying)
+                return false
+            }
         }
         defer { source.close() }
+        try requireRoomForACopy()
         if let (key, keyId, store) = storingKey {
             do {
                 try store.store(key, keyId: keyId, for: itemID(manifest.cacheId), label: config.keyLabel)
@@ -78,7 +93,7 @@ extension OpenProcedure {
                 throw OpenStop.unavailable(.keyStore(error.reason))
             }
         }
-        removeMigrationTarget()
+        removeMigrationLeftovers()
         do {
             let counts = try source.sync { db in try EncryptionMigration.export(db, to: dir.migrationTarget, keying: target, engine: engine) }
             let check = try DatabaseQueue(path: dir.migrationTarget, keying: target, options: config.connection, label: "migration-check")
@@ -93,19 +108,28 @@ extension OpenProcedure {
             try source.sync { db in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
             return true
         } catch {
-            removeMigrationTarget()
+            removeMigrationLeftovers()
             if let (_, _, store) = storingKey { try? store.delete(itemID(manifest.cacheId)) }
-            return try rebuildOrThrow(error, manifest: manifest, salvageWith: sourceKeying)
+            notes.append("the encryption change failed and was abandoned (\(error)); the cache is unchanged")
+            switch DatabaseVerdict(error) {
+            case .transient(let reason): throw OpenStop.unavailable(reason)
+            case .damaged, .unclassified:
+                throw OpenStop.unavailable(.migrationFailed(code: (error as? DatabaseError)?.primaryCode ?? 1))
+            }
         }
     }
 
-    /// A transient failure stops the migration with the cache untouched; anything else means the
-    /// old cache cannot be read, so it is reset (its outbox salvaged first).
-    private mutating func rebuildOrThrow(_ error: any Error, manifest: Manifest, salvageWith keying: ConnectionKeying) throws -> Bool {
-        if case .transient(let reason) = DatabaseVerdict(error) { throw OpenStop.unavailable(reason) }
-        notes.append("the cache could not be read for the encryption change (\(error)); rebuilding")
-        try reset(.encryptionChanged, manifest: manifest, salvageWith: keying)
-        return false
+    /// The export writes a full copy beside the original: refuse early (as a full disk) when the
+    /// file system cannot hold it with a margin, rather than fail halfway.
+    private mutating func requireRoomForACopy() throws {
+        var fs = statvfs()
+        guard statvfs(dir.path, &fs) == 0 else { return }
+        let free = Int64(fs.f_bavail) * Int64(fs.f_frsize)
+        let needed = 2 * (fileSize(dir.database) + fileSize(dir.wal)) + (1 << 20)
+        if free < needed {
+            notes.append("the encryption change needs about \(needed >> 10) KiB free; \(free >> 10) KiB are")
+            throw OpenStop.unavailable(.diskFull)
+        }
     }
 
     /// Replaces the old database with the migrated one. The old WAL is removed before the rename
@@ -130,12 +154,6 @@ extension OpenProcedure {
         if oldWasPlaintext, oldFd >= 0 { CacheDirectory.scrub(oldFd) }
     }
 
-    private func removeMigrationTarget() {
-        for path in [dir.migrationTarget, dir.migrationTarget + "-journal", dir.migrationTarget + "-wal", dir.migrationTarget + "-shm"] {
-            CacheDirectory.remove(path)
-        }
-    }
-
     /// Rebuilds a manifest from the database itself: its header says plaintext or not, and for an
     /// encrypted file the account's key items are tried (the hinted cache id first).
     mutating func infer(header: CipherProof.Header, hint: Manifest?) throws -> (VaultCache, EncryptionUnavailable?) {
@@ -145,9 +163,16 @@ extension OpenProcedure {
                 probeOptions.readOnly = true
                 try DatabaseQueue(path: dir.database, keying: .plaintext, options: probeOptions, label: "probe").close()
             } catch {
-                if case .transient(let reason) = DatabaseVerdict(error) { throw OpenStop.unavailable(reason) }
-                try reset(.corrupted, manifest: hint, salvageWith: .plaintext)
-                return try createFresh(afterReset: true)
+                switch DatabaseVerdict(error) {
+                case .transient(let reason):
+                    throw OpenStop.unavailable(reason)
+                case .unclassified(let code):
+                    // Without a manifest there is nowhere to count; never a reset on a guess.
+                    throw OpenStop.unavailable(.unclassified(code: code, attempt: 0, of: config.escalationThreshold))
+                case .damaged:
+                    try reset(.corrupted, manifest: hint, salvageWith: .plaintext)
+                    return try createFresh(afterReset: true)
+                }
             }
             let cacheId = hint.map(\.cacheId) ?? UUID().uuidString.lowercased()
             let manifest = Manifest(cacheId: cacheId, encrypted: false, keyStorage: .none, keyStore: nil, keyId: nil,
@@ -178,10 +203,17 @@ extension OpenProcedure {
             let profile = hint?.cipherProfile ?? .standard(engine: engine)
             var probeOptions = config.connection
             probeOptions.readOnly = true
-            guard let probe = try? DatabaseQueue(path: dir.database, keying: .encrypted(key, profile), options: probeOptions, label: "probe") else {
-                continue
+            do {
+                try DatabaseQueue(path: dir.database, keying: .encrypted(key, profile), options: probeOptions, label: "probe").close()
+            } catch {
+                // Only "not a database under this key" moves on to the next key; a busy, full or
+                // failing file says nothing about the key and stops the inference.
+                switch DatabaseVerdict(error) {
+                case .damaged: continue
+                case .transient(let reason): throw OpenStop.unavailable(reason)
+                case .unclassified(let code): throw OpenStop.unavailable(.unclassified(code: code, attempt: 0, of: config.escalationThreshold))
+                }
             }
-            probe.close()
             var manifest = Manifest(cacheId: item.id.cacheId, encrypted: true, keyStorage: store.tier, keyStore: store.name,
                                     keyId: keyId, keyCheck: key.checkValue(cacheId: item.id.cacheId), cipherProfile: profile,
                                     createdAt: config.now())
@@ -199,7 +231,7 @@ extension OpenProcedure {
             try ManifestFile.write(manifest, directory: dir.path)
             notes.append("the manifest was repaired")
         } catch {
-            throw OpenStop.unavailable(error.isRefusal ? .unsafeFiles(error.description) : .readOnly)
+            throw OpenStop.unavailable(DatabaseVerdict.reason(error))
         }
     }
 }
@@ -225,7 +257,7 @@ enum EncryptionMigration {
                 _ = try attach.step()
                 attach.resetAndClear()
             }
-            for pragma in profile.pragmas(engine: engine, schema: "migration") { try db.execute(pragma) }
+            for pragma in profile.pragmas(engine: engine, schema: "migration") { try db.executeSingle(pragma) }
         }
         do {
             _ = try db.scalarText("SELECT sqlcipher_export('migration')")

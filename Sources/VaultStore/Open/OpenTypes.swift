@@ -81,6 +81,11 @@ public enum UnavailableReason: Sendable, Equatable, CustomStringConvertible {
     case keyStorageNotAccepted(KeyStorageTier)
     /// The manifest was written by a newer ChatVault.
     case newerManifest(Int)
+    /// The database schema was written by a newer ChatVault (an app downgrade): left alone.
+    case newerSchema(Int)
+    /// Changing the encryption setting failed although the cache is readable; it stays as it was
+    /// and the change is tried again at the next open.
+    case migrationFailed(code: Int32)
     /// Memory or another resource ran out.
     case resources
     /// A failure we cannot classify; it escalates to a reset after `of` consecutive attempts.
@@ -98,6 +103,8 @@ public enum UnavailableReason: Sendable, Equatable, CustomStringConvertible {
         case .cipherUnavailable: return "cipherUnavailable"
         case .keyStorageNotAccepted: return "keyStorageNotAccepted"
         case .newerManifest: return "newerManifest"
+        case .newerSchema: return "newerSchema"
+        case .migrationFailed: return "migrationFailed"
         case .resources: return "resources"
         case .unclassified: return "unclassified"
         }
@@ -114,6 +121,8 @@ public enum UnavailableReason: Sendable, Equatable, CustomStringConvertible {
         case .cipherUnavailable: return "the cache is encrypted but no cipher engine is linked"
         case .keyStorageNotAccepted(let tier): return "the key is kept in the \(tier.rawValue) tier, which the app does not accept"
         case .newerManifest(let v): return "the cache was written by a newer ChatVault (manifest format \(v))"
+        case .newerSchema(let v): return "the cache was written by a newer ChatVault (schema version \(v))"
+        case .migrationFailed(let code): return "changing the cache's encryption failed (SQLite \(code)); the cache is unchanged"
         case .resources: return "out of memory or resources"
         case .unclassified(let code, let attempt, let of): return "unclassified failure (SQLite \(code)), attempt \(attempt) of \(of) before escalation"
         }
@@ -145,8 +154,13 @@ public struct StoreConfiguration: Sendable {
     /// The key stores the app accepts, in order of preference. Falling back to a later one is
     /// reported in `OpenReport.notes` and by the status's `keyStorage`, never silent.
     public var keyStores: [any KeyStore]
-    /// Consecutive unclassified failures before an `.escalated` reset.
+    /// Consecutive unclassified failures (the same failure, once per login) before an
+    /// `.escalated` reset.
     public var escalationThreshold: Int = 3
+    /// Whether an unclassified failure of this open counts toward escalation. The engine counts
+    /// the first open of a login only: its own background retries and `retryOpen()` never push a
+    /// cache toward a reset.
+    public var countsTowardEscalation = true
     public var quarantine = QuarantinePolicy()
     /// Databases up to this size get `PRAGMA quick_check` during open; larger ones are checked
     /// in the background right after (`VaultCache.verifyIntegrity`). `quick_check` reads and
@@ -194,7 +208,10 @@ public struct OpenReport: Sendable {
     }
 
     public let outcome: Outcome
-    /// The resets performed, in order (at most one in practice).
+    /// The resets to tell the reset listener about, oldest first: this open's, and any an earlier
+    /// run performed but did not deliver. Empty unless the outcome is `.ready` or
+    /// `.plaintextFallback` (a reset is only announced once its replacement cache serves). Call
+    /// `CacheOpener.acknowledge(_:in:)` once they have been delivered.
     public let resets: [CacheReset]
     /// The open cache for `.ready` and `.plaintextFallback`.
     public let cache: VaultCache?

@@ -1,14 +1,23 @@
 import Foundation
-import VaultKeys
+public import VaultKeys
 
 /// Caches set aside by a reset, under `quarantine/`, so that a key that comes back (a keyring
 /// restored from backup) can still recover them. Bounded by count and age; when an entry is
 /// pruned, its key item goes with it.
 ///
 /// Each entry is a 0700 directory `<UTC time>-<reason>-<random>` holding the old `cache.db`,
-/// WAL files and manifest, plus `reset.json` (the reason, the messages lost, whether the reset
-/// listener has been told). A plaintext database is never kept when the app asks for encryption:
-/// it is overwritten and deleted instead.
+/// WAL files and manifest, plus `reset.json`: the reason, the messages lost, whether the files
+/// are still being moved, and whether the reset listener has been told.
+///
+/// Crash safety: the notice is written *before* any file moves (marked `moving`), so an open
+/// that finds a `moving` entry finishes the move first (the files left in the cache directory
+/// belong to that old cache: the replacement is only created after the move completes). A notice
+/// stays `reported: false` until the engine has delivered it to the reset listeners; every
+/// successful open reports the entries still unreported, so a crash never loses one.
+///
+/// Nothing is ever deleted because a move failed: a reset that cannot set the files aside is
+/// abandoned (the cache is reported unavailable) and tried again at the next open. A plaintext
+/// database is not kept when the app asks for encryption: it is overwritten and deleted instead.
 struct Quarantine {
     let directory: CacheDirectory
     let policy: QuarantinePolicy
@@ -19,61 +28,90 @@ struct Quarantine {
         var pendingMessagesLost: Int
         var at: Double
         var reported: Bool
+        /// The files are still being moved in (a crash interrupted the reset).
+        var moving: Bool?
+        /// Plaintext database files are scrubbed rather than kept.
+        var scrubPlaintext: Bool?
     }
 
     static let noticeName = "reset.json"
 
+    /// The cache files a reset sets aside, in the order they move: the manifest goes last, so a
+    /// cache directory whose manifest is still there always has its notice-bearing entry.
+    var movedFiles: [String] { directory.databaseFiles + [directory.manifest] }
+
+    /// Why a reset could not set the files aside (the reset is abandoned, nothing deleted).
+    struct Failure: Error {
+        let error: SecureFileError
+    }
+
     /// Moves the cache's files into a new entry; returns its path relative to the cache directory.
-    mutating func setAside(reason: OfflineCacheResetReason, pendingMessagesLost: Int, keepPlaintext: Bool) -> String? {
+    func setAside(reason: OfflineCacheResetReason, pendingMessagesLost: Int, keepPlaintext: Bool) throws(Failure) -> String {
         let plaintext = CipherProof.header(of: directory.database) == .plaintext
-        let files = directory.databaseFiles + [directory.manifest]
-        guard policy.maxEntries > 0 else {
-            for file in files { plaintext ? CacheDirectory.scrubAndRemove(file) : CacheDirectory.remove(file) }
-            return nil
-        }
-        let stamp = Quarantine.stamp(now())
-        let name = "\(stamp)-\(reason.rawValue)-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+        let name = "\(Quarantine.stamp(now()))-\(reason.rawValue)-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
         let entry = "\(directory.quarantine)/\(name)"
-        do {
+        var notice = Notice(reason: reason, pendingMessagesLost: pendingMessagesLost, at: now().timeIntervalSince1970,
+                            reported: false, moving: true, scrubPlaintext: plaintext && !keepPlaintext)
+        do throws(SecureFileError) {
             try SecureFiles.ensureDirectory(directory.quarantine)
             try SecureFiles.ensureDirectory(entry)
+            try Quarantine.write(notice, to: entry)
+            try SecureFiles.syncDirectory(directory.quarantine)
+            try move(into: entry, scrubPlaintext: notice.scrubPlaintext ?? false)
+            notice.moving = false
+            try Quarantine.write(notice, to: entry)
         } catch {
-            // Cannot keep a copy: the files stay where they are and the caller's fresh cache
-            // replaces them. Plaintext is still scrubbed.
-            for file in files { plaintext ? CacheDirectory.scrubAndRemove(file) : CacheDirectory.remove(file) }
-            return nil
+            throw Failure(error: error)
         }
-        for file in files {
-            let target = "\(entry)/\((file as NSString).lastPathComponent)"
-            if plaintext && !keepPlaintext && file != directory.manifest {
-                CacheDirectory.scrubAndRemove(file)
-            } else if rename(file, target) != 0 && errno != ENOENT {
-                CacheDirectory.remove(file)
-            }
-        }
-        let notice = Notice(reason: reason, pendingMessagesLost: pendingMessagesLost, at: now().timeIntervalSince1970, reported: false)
-        if let data = try? JSONEncoder().encode(notice) {
-            try? SecureFiles.writeAtomically("\(entry)/\(Quarantine.noticeName)", data: Array(data))
-        }
-        try? SecureFiles.syncDirectory(directory.path)
         return "quarantine/\(name)"
     }
 
-    /// Records that the reset listener has been (or is about to be) told about an entry.
-    func markReported(_ relative: String?) {
-        guard let relative else { return }
-        let path = "\(directory.path)/\(relative)/\(Quarantine.noticeName)"
-        guard var notice = Quarantine.readNotice(path), !notice.reported else { return }
-        notice.reported = true
-        if let data = try? JSONEncoder().encode(notice) {
-            try? SecureFiles.writeAtomically(path, data: Array(data))
+    /// Moves (or, for plaintext that may not be kept, scrubs) whatever of the cache's files is
+    /// still in the cache directory into `entry`.
+    private func move(into entry: String, scrubPlaintext: Bool) throws(SecureFileError) {
+        for file in movedFiles {
+            var st = stat()
+            guard lstat(file, &st) == 0 else { continue }
+            if scrubPlaintext && file != directory.manifest {
+                CacheDirectory.scrubAndRemove(file)
+                continue
+            }
+            let target = "\(entry)/\((file as NSString).lastPathComponent)"
+            guard rename(file, target) == 0 else { throw .system(file, operation: "rename", errno: errno) }
+        }
+        try SecureFiles.syncDirectory(directory.path)
+        try SecureFiles.syncDirectory(entry)
+    }
+
+    /// Finishes resets a crash interrupted (entries still marked `moving`). Throws when the move
+    /// still cannot complete: the cache must then stay unavailable.
+    func rollForward() throws(Failure) {
+        for entry in entries() where entry.notice?.moving == true {
+            guard var notice = entry.notice else { continue }
+            do throws(SecureFileError) {
+                try move(into: entry.path, scrubPlaintext: notice.scrubPlaintext ?? false)
+                notice.moving = false
+                try Quarantine.write(notice, to: entry.path)
+            } catch {
+                throw Failure(error: error)
+            }
         }
     }
 
-    /// Resets set aside by an earlier run that stopped before the new cache existed.
-    func takeUnreportedResets() -> [CacheReset] {
+    /// Records that the reset listener has been told about these entries.
+    func markReported(_ relatives: [String]) {
+        for relative in relatives {
+            let path = "\(directory.path)/\(relative)"
+            guard var notice = Quarantine.readNotice("\(path)/\(Quarantine.noticeName)"), !notice.reported else { continue }
+            notice.reported = true
+            try? Quarantine.write(notice, to: path)
+        }
+    }
+
+    /// Resets whose listeners have not been told yet (completed moves only).
+    func unreportedResets() -> [CacheReset] {
         entries().compactMap { entry in
-            guard let notice = entry.notice, !notice.reported else { return nil }
+            guard let notice = entry.notice, !notice.reported, notice.moving != true else { return nil }
             return CacheReset(reason: notice.reason, pendingMessagesLost: notice.pendingMessagesLost, quarantinedAs: "quarantine/\(entry.name)")
         }
     }
@@ -85,56 +123,64 @@ struct Quarantine {
         var createdAt: Date
     }
 
-    /// Entries, oldest first.
+    /// Entries, oldest first. A `quarantine` that is not a private directory of ours (a symlink
+    /// planted there) is not listed at all, so nothing outside the cache is ever touched.
     func entries() -> [Entry] {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.quarantine) else { return [] }
+        guard (try? SecureFiles.checkDirectory(directory.quarantine)) != nil,
+              let names = try? FileManager.default.contentsOfDirectory(atPath: directory.quarantine) else { return [] }
         return names.sorted().compactMap { name in
             let path = "\(directory.quarantine)/\(name)"
+            guard (try? SecureFiles.checkDirectory(path)) != nil else { return nil }
             var st = stat()
-            guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { return nil }
+            guard lstat(path, &st) == 0 else { return nil }
             let notice = Quarantine.readNotice("\(path)/\(Quarantine.noticeName)")
             let created = notice.map { Date(timeIntervalSince1970: $0.at) } ?? Date(timeIntervalSince1970: TimeInterval(st.st_mtim.tv_sec))
             return Entry(name: name, path: path, notice: notice, createdAt: created)
         }
     }
 
-    /// Drops entries beyond the count or age limits, with their key items.
-    mutating func prune(keepingCacheId: String?, keyStores: [any KeyStore], applicationId: String, account: String) {
-        let all = entries()
-        let current: String? = {
-            if case .valid(let m) = ManifestFile.read(directory: directory.path) { return m.cacheId }
-            return nil
-        }()
+    /// Drops entries beyond the count or age limits, with their key items. An entry whose reset
+    /// has not been reported yet keeps its notice (its cache files still go).
+    func prune(currentCacheId: String?, keyStores: [any KeyStore], applicationId: String, account: String) {
+        let all = entries().filter { $0.notice?.moving != true }
         let cutoff = now().addingTimeInterval(-policy.maxAge)
         var keep = all.filter { $0.createdAt >= cutoff }
         if keep.count > policy.maxEntries { keep = Array(keep.suffix(policy.maxEntries)) }
         let keptNames = Set(keep.map(\.name))
         for entry in all where !keptNames.contains(entry.name) {
-            if case .valid(let old) = ManifestFile.read(directory: entry.path), old.encrypted,
-               old.cacheId != current, old.cacheId != keepingCacheId,
-               let store = keyStores.first(where: { $0.name == old.keyStore }) {
+            if case .valid(let old) = ManifestFile.read(directory: entry.path), old.encrypted, old.cacheId != currentCacheId,
+               let store = KeyStoreSelection.store(for: old, among: keyStores) {
                 try? store.delete(KeyItemID(applicationId: applicationId, account: account, cacheId: old.cacheId))
             }
-            Quarantine.removeEntry(entry.path)
+            Quarantine.removeEntry(entry.path, keepNotice: entry.notice.map { !$0.reported } ?? false)
         }
     }
 
-    static func removeEntry(_ path: String) {
+    /// Removes an entry's regular files (scrubbing plaintext database files) and the entry itself.
+    /// Anything that is not a regular file is left alone.
+    static func removeEntry(_ path: String, keepNotice: Bool = false) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
         let plaintext = CipherProof.header(of: "\(path)/cache.db") == .plaintext
-        for name in names {
+        for name in names where !(keepNotice && name == noticeName) {
             let file = "\(path)/\(name)"
+            var st = stat()
+            guard lstat(file, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { continue }
             plaintext && name.hasPrefix("cache.db") ? CacheDirectory.scrubAndRemove(file) : CacheDirectory.remove(file)
         }
-        rmdir(path)
+        if !keepNotice { rmdir(path) }
     }
 
     /// Deletes every entry holding a plaintext database (used when encryption is turned on, so no
-    /// plaintext copy stays behind).
+    /// plaintext copy stays behind). Unreported notices survive.
     func purgePlaintext() {
         for entry in entries() where CipherProof.header(of: "\(entry.path)/cache.db") == .plaintext {
-            Quarantine.removeEntry(entry.path)
+            Quarantine.removeEntry(entry.path, keepNotice: entry.notice.map { !$0.reported } ?? false)
         }
+    }
+
+    static func write(_ notice: Notice, to entry: String) throws(SecureFileError) {
+        let data = (try? JSONEncoder().encode(notice)) ?? Data()
+        try SecureFiles.writeAtomically("\(entry)/\(noticeName)", data: Array(data))
     }
 
     static func readNotice(_ path: String) -> Notice? {
@@ -148,5 +194,17 @@ struct Quarantine {
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyyMMdd'T'HHmmss.SSS'Z'"
         return formatter.string(from: date)
+    }
+}
+
+/// Which configured key store holds a manifest's key. By name when the manifest records one (a
+/// store of the same tier that never held the key would answer "absent" and cost the cache);
+/// by tier only for manifests that name no store.
+public enum KeyStoreSelection {
+    public static func store(for manifest: Manifest, among stores: [any KeyStore]) -> (any KeyStore)? {
+        if let name = manifest.keyStore {
+            return stores.first { $0.name == name && $0.tier == manifest.keyStorage }
+        }
+        return stores.first { $0.tier == manifest.keyStorage }
     }
 }
