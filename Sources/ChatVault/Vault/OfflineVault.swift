@@ -83,6 +83,8 @@ public final class OfflineVault: Sendable {
         /// Bumped by every login and logout: stale timers and deliveries check it.
         var generation = 0
         var attempts = 0
+        /// Bumped whenever a retry is scheduled or made on demand: only the newest timer fires.
+        var retryToken = 0
     }
 
     /// Creates the engine. Nothing is opened until `login`.
@@ -126,7 +128,8 @@ public final class OfflineVault: Sendable {
             guard self.config.enabled else {
                 return done(OpenAttempt(state: .disabled, resets: [], notes: [], cacheId: nil))
             }
-            self.attemptOpen(generation: generation, integrityCheckLimit: nil, done: done)
+            // Only this first open of a login counts toward escalation.
+            self.attemptOpen(generation: generation, countsTowardEscalation: true, done: done)
         }
     }
 
@@ -146,11 +149,14 @@ public final class OfflineVault: Sendable {
     @discardableResult
     public func retryOpen() async -> OpenAttempt {
         await onLifecycle { done in
-            let (generation, state) = self.session.withLock { ($0.generation, $0.state) }
+            let (generation, state) = self.session.withLock { s -> (Int, OfflineState) in
+                s.retryToken += 1 // a pending timer is superseded by this attempt
+                return (s.generation, s.state)
+            }
             switch state {
             case .unavailable, .onlineOnly:
                 self.session.withLock { $0.state = .opening }
-                self.attemptOpen(generation: generation, integrityCheckLimit: nil, done: done)
+                self.attemptOpen(generation: generation, countsTowardEscalation: false, done: done)
             default:
                 done(OpenAttempt(state: state, resets: [], notes: [], cacheId: self.session.withLock { $0.cache?.cacheId }))
             }
@@ -260,10 +266,12 @@ public final class OfflineVault: Sendable {
         }
     }
 
-    /// Closes the open cache, if any, and invalidates timers (on the lifecycle queue).
+    /// Closes the open (or still delivering) cache, if any, and invalidates timers and pending
+    /// deliveries (on the lifecycle queue).
     private func closeLocked(state: OfflineState) {
         let cache = session.withLock { s -> VaultCache? in
             s.generation += 1
+            s.retryToken += 1
             s.state = state
             defer { s.cache = nil }
             return s.cache
@@ -271,53 +279,66 @@ public final class OfflineVault: Sendable {
         cache?.close()
     }
 
-    private func storeConfiguration(directory: CacheDirectory, userId: String, integrityCheckLimit: Int64?) -> StoreConfiguration {
-        var store = StoreConfiguration(directory: directory, applicationId: settings.applicationId,
-                                       account: directory.path.split(separator: "/").last.map(String.init) ?? "",
-                                       keyLabel: "\(settings.applicationName) offline cache key (\(userId))",
+    private func storeConfiguration(directory: CacheDirectory, userId: String, countsTowardEscalation: Bool,
+                                    integrityCheckLimit: Int64?) -> StoreConfiguration {
+        var store = StoreConfiguration(directory: directory, applicationId: settings.applicationId, account: directory.account,
+                                       keyLabel: "\(settings.applicationName) offline cache key (\(Self.labelSafe(userId)))",
                                        encryption: config.encryption, failureBehavior: config.encryptionFailureBehavior,
                                        keyStores: keyStores)
         store.escalationThreshold = settings.escalationThreshold
+        store.countsTowardEscalation = countsTowardEscalation
         store.quarantine = settings.quarantine
         store.synchronousIntegrityCheckLimit = integrityCheckLimit ?? settings.synchronousIntegrityCheckLimit
         return store
     }
 
-    /// Runs the open procedure (on the lifecycle queue) and publishes its outcome.
-    private func attemptOpen(generation: Int, integrityCheckLimit: Int64?, done: @escaping @Sendable (OpenAttempt) -> Void) {
+    /// The user id as it may appear in a key item's label: no control characters, at most 128
+    /// characters (a keyring refuses NULs and very long labels).
+    static func labelSafe(_ userId: String) -> String {
+        let clean = String(String.UnicodeScalarView(userId.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }))
+        return clean.count > 128 ? String(clean.prefix(127)) + "…" : clean
+    }
+
+    /// Runs the open procedure (on the lifecycle queue) and publishes its outcome. The lifecycle
+    /// queue does not wait for the callback executor (a GLib app's main loop may not drain
+    /// Dispatch's main queue): the new cache is held, not serving, until the executor has run the
+    /// reset listeners and flipped the state. A later login or logout closes it meanwhile.
+    private func attemptOpen(generation: Int, countsTowardEscalation: Bool, integrityCheckLimit: Int64? = nil,
+                             done: @escaping @Sendable (OpenAttempt) -> Void) {
         guard let (userId, directory) = session.withLock({ s -> (String, CacheDirectory)? in
             guard s.generation == generation, let user = s.userId, let dir = s.directory else { return nil }
             return (user, dir)
         }) else {
             return done(OpenAttempt(state: state, resets: [], notes: ["superseded by a later login or logout"], cacheId: nil))
         }
-        let report = CacheOpener.open(storeConfiguration(directory: directory, userId: userId, integrityCheckLimit: integrityCheckLimit))
-        let newState: OfflineState
-        switch report.outcome {
-        case .ready: newState = .ready
-        case .plaintextFallback(let why): newState = .plaintextFallback(why)
-        case .unavailable(let why): newState = .unavailable(why)
-        case .onlineOnly(let why): newState = .onlineOnly(why)
-        }
+        let report = CacheOpener.open(storeConfiguration(directory: directory, userId: userId, countsTowardEscalation: countsTowardEscalation,
+                                                         integrityCheckLimit: integrityCheckLimit))
+        let newState = OfflineState(report.outcome)
         let attempt = OpenAttempt(state: newState, resets: report.resets, notes: report.notes, cacheId: report.cache?.cacheId)
+        let held = session.withLock { s -> Bool in
+            guard s.generation == generation else { return false }
+            s.cache = report.cache
+            return true
+        }
+        guard held else {
+            report.cache?.close()
+            return done(OpenAttempt(state: state, resets: [], notes: ["superseded by a later login or logout"], cacheId: nil))
+        }
         let listeners = report.resets.isEmpty ? [] : resetListeners.live()
-        let resets = report.resets
-        // The cache starts serving only after the reset listeners have run, on the executor; the
-        // lifecycle waits for that, so the next login or logout sees a settled state.
-        let delivered = DispatchSemaphore(value: 0)
-        defer { delivered.wait() }
         settings.callbackExecutor.execute {
-            defer { delivered.signal() }
-            for reset in resets {
+            guard self.session.withLock({ $0.generation == generation }) else {
+                return done(OpenAttempt(state: self.state, resets: [], notes: ["superseded by a later login or logout"], cacheId: nil))
+            }
+            for reset in report.resets {
                 for listener in listeners { listener.onOfflineCacheReset(reset.reason, reset.pendingMessagesLost) }
             }
+            // Told: the resets are not announced again by later opens.
+            CacheOpener.acknowledge(report.resets, in: directory)
             let current = self.session.withLock { s -> Bool in
                 guard s.generation == generation else { return false }
-                s.cache = report.cache
                 s.state = newState
                 return true
             }
-            if !current { report.cache?.close() }
             done(attempt)
             guard current else { return }
             if case .unavailable = newState { self.scheduleRetry(generation: generation) }
@@ -326,32 +347,49 @@ public final class OfflineVault: Sendable {
     }
 
     private func scheduleRetry(generation: Int) {
-        let attempt = session.withLock { s -> Int in
+        let (attempt, token) = session.withLock { s -> (Int, Int) in
             s.attempts += 1
-            return s.attempts
+            s.retryToken += 1
+            return (s.attempts, s.retryToken)
         }
         let delay = settings.retry.delay(forAttempt: attempt)
         let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
             self.lifecycle.async {
-                guard self.session.withLock({ $0.generation == generation && $0.state.code == "unavailable" }) else { return }
-                self.session.withLock { $0.state = .opening }
-                self.attemptOpen(generation: generation, integrityCheckLimit: nil) { _ in }
+                let due = self.session.withLock { s -> Bool in
+                    guard s.generation == generation, s.retryToken == token, case .unavailable = s.state else { return false }
+                    s.state = .opening
+                    return true
+                }
+                guard due else { return }
+                self.attemptOpen(generation: generation, countsTowardEscalation: false) { _ in }
             }
         }
     }
 
-    /// A large cache is opened without a full integrity check; it runs now, and a failure resets
-    /// the cache as `.corrupted` by opening again with the check forced.
+    /// A large cache is opened without a full integrity check; it runs now, and damage found
+    /// resets the cache as `.corrupted` by opening again with the check forced. A check that
+    /// could not run (an I/O error, memory) changes nothing.
     private func checkInBackground(_ cache: VaultCache, generation: Int) {
         Task.detached {
-            guard await !cache.verifyIntegrity() else { return }
+            guard await cache.verifyIntegrity() == .damaged else { return }
             self.lifecycle.async {
                 guard self.session.withLock({ $0.generation == generation && $0.cache === cache }) else { return }
                 self.closeLocked(state: .opening)
                 let next = self.session.withLock { $0.generation }
-                self.attemptOpen(generation: next, integrityCheckLimit: Int64.max) { _ in }
+                self.attemptOpen(generation: next, countsTowardEscalation: false, integrityCheckLimit: Int64.max) { _ in }
             }
+        }
+    }
+}
+
+extension OfflineState {
+    init(_ outcome: OpenReport.Outcome) {
+        switch outcome {
+        case .ready: self = .ready
+        case .plaintextFallback(let why): self = .plaintextFallback(why)
+        case .unavailable(let why): self = .unavailable(why)
+        case .onlineOnly(let why): self = .onlineOnly(why)
         }
     }
 }

@@ -88,11 +88,16 @@ public struct VaultSettings: Sendable {
         return "\(XDG.dataHome)/\(applicationId)/offline-cache"
     }
 
+    /// Where `.software()` keeps key files by default: `$XDG_CONFIG_HOME/<application id>/cache-keys`.
+    public static func defaultSoftwareKeyDirectory(applicationId: String) -> String {
+        "\(XDG.configHome)/\(applicationId)/cache-keys"
+    }
+
     func makeKeyStores() -> [any KeyStore] {
         keyStorage.map { option -> any KeyStore in
             switch option {
             case .secretService(let prompt, let timeout): return SecretServiceKeyStore(unlockPrompt: prompt, timeout: timeout)
-            case .software(let directory): return SoftwareKeyStore(directory: directory ?? "\(XDG.configHome)/\(applicationId)/cache-keys")
+            case .software(let directory): return SoftwareKeyStore(directory: directory ?? Self.defaultSoftwareKeyDirectory(applicationId: applicationId))
             case .custom(let store): return store
             }
         }

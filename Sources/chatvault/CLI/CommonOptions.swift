@@ -35,16 +35,10 @@ struct CommonOptions {
     /// The key store itself (for audits and scenario set-up).
     func store(memory: MemoryKeyStore? = nil) -> any KeyStore {
         switch keystore {
-        case "file": return SoftwareKeyStore(directory: keyDirectory ?? Self.defaultKeyDirectory(applicationId))
+        case "file": return SoftwareKeyStore(directory: keyDirectory ?? VaultSettings.defaultSoftwareKeyDirectory(applicationId: applicationId))
         case "memory": return memory ?? MemoryKeyStore()
         default: return SecretServiceKeyStore()
         }
-    }
-
-    static func defaultKeyDirectory(_ applicationId: String) -> String {
-        let env = ProcessInfo.processInfo.environment
-        let config = env["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "\(env["HOME"] ?? NSHomeDirectory())/.config"
-        return "\(config)/\(applicationId)/cache-keys"
     }
 }
 

@@ -51,7 +51,7 @@ struct Audit {
     let common: CommonOptions
     let marker: String
 
-    var account: String { (directory.path as NSString).lastPathComponent }
+    var account: String { directory.account }
 
     func json() -> JSON {
         let manifestState = ManifestFile.read(directory: directory.path)
@@ -69,15 +69,20 @@ struct Audit {
         case .missing: manifestJSON = .object([("state", .string("missing"))])
         case .damaged(let why): manifestJSON = .object([("state", .string("damaged")), ("detail", .string(why))])
         case .newerFormat(let v): manifestJSON = .object([("state", .string("newerFormat")), ("formatVersion", .int(v))])
+        case .unreadable(let code): manifestJSON = .object([("state", .string("unreadable")), ("errno", .int(Int(code)))])
         }
         let header = CipherProof.header(of: directory.database)
         let (keyPresent, keyLookup, attributes) = keyItem(manifest)
         let files = listFiles()
-        let hits = files.filter { !$0.isDirectory && contains(marker, file: "\(directory.path)/\($0.path)") }.map(\.path)
+        let hits = files.filter { $0.isRegular && contains(marker, file: "\(directory.path)/\($0.path)") }.map(\.path)
+        // What the file says, not what the manifest claims; a disagreement is reported.
+        let encryptedOnDisk = header == .opaque
         let fields: [(String, JSON)] = [
             ("directory", .string(directory.path)),
             ("cacheId", .optional(manifest?.cacheId)),
-            ("encrypted", .bool(manifest?.encrypted ?? (header == .opaque))),
+            ("encrypted", .bool(encryptedOnDisk)),
+            ("manifestSaysEncrypted", manifest.map { .bool($0.encrypted) } ?? .null),
+            ("manifestAgreesWithFile", manifest.map { .bool($0.encrypted == encryptedOnDisk || header == .missing) } ?? .null),
             ("databaseHeader", .string(headerName(header))),
             ("keyStorage", .string(manifest.map { $0.encrypted ? $0.keyStorage.rawValue : "NONE" } ?? "unknown")),
             ("keyPresent", keyPresent.map { .bool($0) } ?? .null),
@@ -107,6 +112,7 @@ struct Audit {
         case .empty: return "empty"
         case .plaintext: return "plaintext"
         case .opaque: return "encrypted"
+        case .unreadable: return "unreadable"
         }
     }
 
@@ -121,11 +127,12 @@ struct Audit {
     /// Whether the key item exists (never its value), how the lookup answered, and its locator.
     func keyItem(_ manifest: Manifest?) -> (Bool?, String, [String: String]) {
         guard let manifest, manifest.encrypted else { return (nil, "not encrypted", [:]) }
-        let store: any KeyStore
-        switch manifest.keyStore {
-        case "file": store = SoftwareKeyStore(directory: common.keyDirectory ?? CommonOptions.defaultKeyDirectory(common.applicationId))
-        case "secret-service": store = SecretServiceKeyStore()
-        default: return (nil, "the key is held by a \(manifest.keyStore ?? "unknown") store this process cannot reach", [:])
+        let reachable: [any KeyStore] = [
+            SoftwareKeyStore(directory: common.keyDirectory ?? VaultSettings.defaultSoftwareKeyDirectory(applicationId: common.applicationId)),
+            SecretServiceKeyStore(),
+        ]
+        guard let store = KeyStoreSelection.store(for: manifest, among: reachable) else {
+            return (nil, "the key is held by a \(manifest.keyStore ?? "unknown") store this process cannot reach", [:])
         }
         let id = KeyItemID(applicationId: common.applicationId, account: account, cacheId: manifest.cacheId)
         let attributes = store.locator(for: id)
@@ -144,6 +151,7 @@ struct Audit {
         var bytes: Int64
         var isDirectory: Bool
         var isSymlink: Bool
+        var isRegular: Bool
     }
 
     func listFiles() -> [FileEntry] {
@@ -154,7 +162,7 @@ struct Audit {
             guard lstat("\(directory.path)/\(relative)", &st) == 0 else { continue }
             let type = st.st_mode & S_IFMT
             out.append(FileEntry(path: relative, mode: UInt32(st.st_mode) & 0o7777, bytes: Int64(st.st_size),
-                                 isDirectory: type == S_IFDIR, isSymlink: type == S_IFLNK))
+                                 isDirectory: type == S_IFDIR, isSymlink: type == S_IFLNK, isRegular: type == S_IFREG))
         }
         return out.sorted { $0.path < $1.path }
     }
@@ -176,11 +184,18 @@ struct Audit {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory.quarantine)) ?? []).sorted()
     }
 
-    /// Streams the file looking for `needle` (no whole-file read, overlaps handled).
+    /// Streams a regular file looking for `needle` (no whole-file read, overlaps handled). Links
+    /// are not followed and nothing but a regular file is opened (a FIFO would block).
     func contains(_ needle: String, file: String) -> Bool {
         let pattern = Array(needle.utf8)
-        guard !pattern.isEmpty, let handle = FileHandle(forReadingAtPath: file) else { return false }
-        defer { try? handle.close() }
+        let fd = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard !pattern.isEmpty, fd >= 0 else { return false }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            return false
+        }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         let needleData = Data(pattern)
         var carry = Data()
         while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {
