@@ -87,8 +87,9 @@ public final class DatabaseQueue: @unchecked Sendable {
         Foundation.close(fd)
     }
 
-    /// Runs `body` on the connection's queue and waits.
-    public func sync<R>(_ body: (Database) throws -> R) throws -> R {
+    /// Runs `body` on the connection's queue and waits. The result must be `Sendable`, so neither
+    /// the connection nor one of its statements can leave the queue.
+    public func sync<R: Sendable>(_ body: (Database) throws -> R) throws -> R {
         if DispatchQueue.getSpecific(key: queueKey) != nil {
             return try body(try live())
         }

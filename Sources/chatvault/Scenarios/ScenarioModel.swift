@@ -110,7 +110,7 @@ final class ScenarioContext {
     }
 
     func itemID(_ cacheId: String) -> KeyItemID {
-        KeyItemID(applicationId: Self.applicationId, account: directory.path.split(separator: "/").last.map(String.init) ?? "", cacheId: cacheId)
+        KeyItemID(applicationId: Self.applicationId, account: directory.account, cacheId: cacheId)
     }
 
     var manifest: Manifest? {
