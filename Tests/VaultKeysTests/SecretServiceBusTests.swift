@@ -30,7 +30,7 @@ final class SecretServiceBusTests: XCTestCase {
         let store = SecretServiceKeyStore(busAddress: "unix:path=\(directory)/no-such-socket")
         let (lookup, seconds) = elapsed { store.lookup(id) }
         XCTAssertEqual(lookup.unavailableReason, .noBus, "\(lookup)")
-        XCTAssertLessThan(seconds, 2)
+        XCTAssertLessThan(seconds, store.timeout.seconds, "answered before the deadline")
         XCTAssertEqual(store.availability(), .unavailable(.noBus))
         XCTAssertEqual(store.items(applicationId: id.applicationId, account: id.account).unavailableReason, .noBus)
         XCTAssertThrowsError(try store.store(try CacheKey.generate(), keyId: "k", for: id, label: "l")) { error in
@@ -64,7 +64,7 @@ final class SecretServiceBusTests: XCTestCase {
         let store = SecretServiceKeyStore()
         let (lookup, seconds) = elapsed { store.lookup(id) }
         XCTAssertEqual(lookup.unavailableReason, .noBus, "\(lookup)")
-        XCTAssertLessThan(seconds, 2)
+        XCTAssertLessThan(seconds, store.timeout.seconds, "answered before the deadline")
     }
 
     func testABusWithoutASecretServiceIsNoProvider() throws {
@@ -72,7 +72,7 @@ final class SecretServiceBusTests: XCTestCase {
         let store = SecretServiceKeyStore(busAddress: address)
         let (lookup, seconds) = elapsed { store.lookup(id) }
         XCTAssertEqual(lookup.unavailableReason, .noProvider, "\(lookup)")
-        XCTAssertLessThan(seconds, 2)
+        XCTAssertLessThan(seconds, store.timeout.seconds, "answered before the deadline")
         XCTAssertEqual(store.availability(), .unavailable(.noProvider))
         XCTAssertThrowsError(try store.store(try CacheKey.generate(), keyId: "k", for: id, label: "l")) { error in
             XCTAssertEqual((error as? KeyStoreError)?.reason, .noProvider)
