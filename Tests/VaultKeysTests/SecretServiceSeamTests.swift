@@ -63,13 +63,49 @@ final class SecretServiceSeamTests: XCTestCase {
         XCTAssertEqual(store(fake).lookup(id).unavailableReason, .locked)
     }
 
-    func testNoDefaultCollectionAndNothingLockedIsAbsent() {
+    func testNoDefaultCollectionAndNoCollectionsIsUnavailableNeverAbsent() {
+        // A KeePassXC database that is closed (not locked), or a fresh keyring whose login
+        // collection does not exist yet: the place the key would live is not there to be asked.
+        let fake = FakeSecretService()
+        fake.state.withLock { s in
+            s.aliases = [:]
+            s.collections = [:]
+        }
+        let subject = store(fake)
+        XCTAssertEqual(subject.lookup(id).unavailableReason, .other)
+        XCTAssertEqual(subject.items(applicationId: id.applicationId, account: id.account).unavailableReason, .other)
+        XCTAssertEqual(subject.availability(), .unavailable(.other))
+    }
+
+    func testNoDefaultCollectionWithOtherCollectionsUnlockedIsUnavailableNeverAbsent() {
+        // The database behind `default` is closed while another one is open: the key may live in
+        // the closed one, which no search can see.
         let fake = FakeSecretService()
         fake.state.withLock { s in
             s.aliases = [:]
             s.collections = ["/org/freedesktop/secrets/collection/session": false]
         }
-        XCTAssertTrue(store(fake).lookup(id).isAbsent)
+        let subject = store(fake)
+        XCTAssertEqual(subject.lookup(id).unavailableReason, .other)
+        XCTAssertEqual(subject.items(applicationId: id.applicationId, account: id.account).unavailableReason, .other)
+    }
+
+    func testADefaultAliasToAMissingCollectionIsUnavailableNeverAbsent() {
+        let fake = FakeSecretService()
+        fake.state.withLock { s in
+            s.aliases = ["default": "/org/freedesktop/secrets/collection/gone"]
+        }
+        XCTAssertEqual(store(fake).lookup(id).unavailableReason, .other)
+        XCTAssertEqual(store(fake).items(applicationId: id.applicationId, account: id.account).unavailableReason, .other)
+    }
+
+    func testAKeyFoundWithoutADefaultCollectionIsStillFound() throws {
+        // Only "nothing there" needs the default collection; a key that answers is the key.
+        let fake = FakeSecretService()
+        let key = try CacheKey.generate()
+        storedItem(fake, key: key)
+        fake.state.withLock { $0.aliases = [:] }
+        XCTAssertTrue(try XCTUnwrap(store(fake).lookup(id).foundKey).key.isEqual(to: key))
     }
 
     func testMalformedSecretIsOtherNeverAbsent() {
@@ -329,6 +365,51 @@ final class SecretServiceSeamTests: XCTestCase {
         fake.setLocked(true)
         fake.state.withLock { $0.showsLockedAttributes = false }
         XCTAssertEqual(store(fake).items(applicationId: id.applicationId, account: id.account).unavailableReason, .locked)
+    }
+
+    func testAnEmptyListingOfUnlockedCollectionsIsEmpty() {
+        let fake = FakeSecretService()
+        XCTAssertEqual(store(fake).items(applicationId: id.applicationId, account: id.account).summaries, [])
+    }
+
+    func testAListingWithoutADefaultCollectionIsUnavailableEvenWhenItFoundItems() throws {
+        // The database behind `default` is closed: whatever the open ones hold may be only part of
+        // the account's keys, and a partial listing can make a manifest repair pick the wrong key.
+        let fake = FakeSecretService()
+        let session = "/org/freedesktop/secrets/collection/session"
+        var attributes = SecretServiceKeyStore.query(id)
+        attributes["key-id"] = "k"
+        fake.state.withLock { s in
+            s.aliases = [:]
+            s.collections = [session: false]
+        }
+        fake.addItem(attributes, secret: hex(of: try CacheKey.generate()), in: session)
+        XCTAssertEqual(store(fake).items(applicationId: id.applicationId, account: id.account).unavailableReason, .other)
+    }
+
+    func testAListingThatMayMissItemsHiddenInALockedCollectionIsLocked() throws {
+        // A provider that leaves locked items out of searches, and a second, locked collection:
+        // the unlocked match may not be the account's only key.
+        let fake = FakeSecretService()
+        let work = "/org/freedesktop/secrets/collection/work"
+        storedItem(fake, key: try CacheKey.generate())
+        fake.state.withLock { s in
+            s.searchShowsLockedItems = false
+            s.collections[work] = true
+        }
+        var hidden = SecretServiceKeyStore.query(KeyItemID(applicationId: id.applicationId, account: id.account, cacheId: "cache-2"))
+        hidden["key-id"] = "k2"
+        fake.addItem(hidden, secret: hex(of: try CacheKey.generate()), in: work)
+        XCTAssertEqual(store(fake).items(applicationId: id.applicationId, account: id.account).unavailableReason, .locked)
+    }
+
+    func testAListingThatShowsLockedItemsIsComplete() throws {
+        // gnome-keyring returns locked matches (with their attributes): nothing is hidden.
+        let fake = FakeSecretService()
+        storedItem(fake, key: try CacheKey.generate(), keyId: "key-1")
+        fake.setLocked(true)
+        XCTAssertEqual(store(fake).items(applicationId: id.applicationId, account: id.account).summaries,
+                       [KeyItemSummary(id: id, keyId: "key-1")])
     }
 
     func testInvalidNamesAreRefusedBeforeAnyCall() {

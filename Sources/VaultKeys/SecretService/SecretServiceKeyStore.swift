@@ -8,7 +8,7 @@ import Foundation
 ///     try store.store(key, keyId: keyId, for: id, label: "Example Chat offline cache key (alice)")
 ///     switch store.lookup(id) {
 ///     case .found(let key, let keyId): …
-///     case .absent: …                     // definitely gone: the collection is unlocked
+///     case .absent: …                     // definitely gone: the default collection exists, all unlocked
 ///     case .unavailable(let reason): …    // locked, no bus, no provider…: try again later
 ///     }
 ///
@@ -34,10 +34,14 @@ import Foundation
 ///
 /// libsecret's convenience API answers a lookup in a locked collection exactly like a lookup of a
 /// missing item (NULL, no error). This store therefore searches with `SearchItems`, which returns
-/// locked and unlocked matches separately, and concludes `.absent` only when nothing matched and
-/// every collection (the `default` one included) reports `Locked = false`. A locked match, or no
-/// match while any collection is locked, is `.unavailable(.locked)`. So a user who keeps a second
-/// keyring locked sees `.locked`, never a `keyLost` reset, until it is unlocked.
+/// locked and unlocked matches separately, and concludes `.absent` only when nothing matched, the
+/// `default` collection (where this store writes) exists, and every collection (the `default` one
+/// included) reports `Locked = false`. A locked match, or no match while any collection is locked,
+/// is `.unavailable(.locked)`. So a user who keeps a second keyring locked sees `.locked`, never a
+/// `keyLost` reset, until it is unlocked. No match without a `default` collection is
+/// `.unavailable(.other)`: a KeePassXC database that is closed (rather than locked) is no collection
+/// at all, and a fresh keyring may not have its login collection yet, so an empty search there
+/// says nothing about the key.
 ///
 /// | situation | answer |
 /// |---|---|
@@ -47,7 +51,7 @@ import Foundation
 /// | prompting on, the prompt dismissed (or no prompter can be shown) | `.denied` |
 /// | prompting on, nobody answered before the timeout | `.promptTimedOut` |
 /// | any call that does not return before the timeout, without a prompt | `.other` |
-/// | no `default` collection when storing (a fresh keyring without a login collection) | `.other`, with a detail saying so |
+/// | no `default` collection (a closed KeePassXC database, a fresh keyring without a login collection) and no match | `.other` (storing: with a detail saying so) |
 ///
 /// ## Threads and time
 ///
@@ -132,7 +136,9 @@ public struct SecretServiceKeyStore: KeyStore {
     /// Looks up one cache's key without prompting (unless `unlockPrompt`): `.found` from an
     /// unlocked item (the newest, if an interrupted replace left two), `.unavailable(.locked)` for
     /// a locked match or for no match while a collection is locked, `.absent` only for no match
-    /// with every collection unlocked. A secret that is not 64 hex digits is `.unavailable(.other)`.
+    /// while the `default` collection exists and every collection is unlocked; no match without a
+    /// `default` collection is `.unavailable(.other)`. A secret that is not 64 hex digits is
+    /// `.unavailable(.other)`.
     public func lookup(_ id: KeyItemID) -> KeyLookup {
         guard Self.isValid(id) else { return .unavailable(.other) }
         let query = Self.query(id)
@@ -147,9 +153,12 @@ public struct SecretServiceKeyStore: KeyStore {
     }
 
     /// Lists the account's items by their attributes, locked ones included (gnome-keyring shows a
-    /// locked item's attributes; its secret stays unread). `.unavailable(.locked)` when a matching
-    /// locked item hides its attributes, or when nothing matched while a collection is locked (the
-    /// same rule as `lookup`: an empty answer must mean "none"). One summary per cache id.
+    /// locked item's attributes; its secret stays unread). A listing must be complete, since a
+    /// manifest repair picks its key from it, so (the same rule as `lookup`: "none" must mean none):
+    /// `.unavailable(.other)` without a `default` collection; `.unavailable(.locked)` when a
+    /// matching locked item hides its attributes, or when a collection is locked and the search
+    /// showed no locked match (the provider may leave locked items out of searches). One summary
+    /// per cache id.
     public func items(applicationId: String, account: String) -> KeyListing {
         guard Self.isValidText(applicationId), KeyItemNames.isSafeComponent(account) else { return .unavailable(.other) }
         let query = [
@@ -301,10 +310,19 @@ extension SecretServiceKeyStore {
                     }
                 }
             }
-            let locked = found.unlocked.isEmpty && found.locked.isEmpty
-                ? try lockedCollections(calls, context)
-                : found.locked
-            if locked.isEmpty { return found.unlocked.isEmpty ? .absent : .unavailable(.locked) }
+            let locked: [String]
+            if found.isEmpty {
+                // Nothing matched: "absent" only if the place the key would live is there and open.
+                let collections = try collectionStates(calls, context)
+                if collections.locked.isEmpty {
+                    return collections.hasDefault ? .absent : .unavailable(.other)
+                }
+                locked = collections.locked
+            } else if found.locked.isEmpty {
+                return .unavailable(.locked) // the unlocked matches locked while being read
+            } else {
+                locked = found.locked
+            }
             guard prompt, !prompted else { return .unavailable(.locked) }
             if let refusal = try promptToUnlock(locked, calls, context) { return .unavailable(refusal) }
             prompted = true
@@ -317,11 +335,14 @@ extension SecretServiceKeyStore {
         var prompted = false
         while true {
             let found = try calls.searchItems(query, context)
-            if found.isEmpty {
-                let locked = try lockedCollections(calls, context)
-                if locked.isEmpty { return .items([]) }
+            // Complete only if the default collection is there and nothing can hide in a locked
+            // collection: none is locked, or the search showed locked matches (so the provider
+            // lists locked items, as gnome-keyring does).
+            let collections = try collectionStates(calls, context)
+            guard collections.hasDefault else { return .unavailable(.other) }
+            if !collections.locked.isEmpty && found.locked.isEmpty {
                 guard prompt, !prompted else { return .unavailable(.locked) }
-                if let refusal = try promptToUnlock(locked, calls, context) { return .unavailable(refusal) }
+                if let refusal = try promptToUnlock(collections.locked, calls, context) { return .unavailable(refusal) }
                 prompted = true
                 continue
             }
@@ -366,18 +387,27 @@ extension SecretServiceKeyStore {
         return .success(path)
     }
 
-    /// Every collection (the `default` one included) whose `Locked` property is true.
-    static func lockedCollections(_ calls: any SecretServiceCalls,
-                                  _ context: SecretCallContext) throws(SecretCallError) -> [String] {
+    /// What the collections say about an empty (or possibly partial) search.
+    struct CollectionStates: Sendable, Equatable {
+        /// Whether the `default` alias names a collection (one that answers for its `Locked`
+        /// property: an alias to a vanished collection fails that read, which is never "absent").
+        var hasDefault: Bool
+        /// Every collection (the `default` one included) whose `Locked` property is true.
+        var locked: [String]
+    }
+
+    static func collectionStates(_ calls: any SecretServiceCalls,
+                                 _ context: SecretCallContext) throws(SecretCallError) -> CollectionStates {
+        let defaultPath = try calls.readAlias(collectionAlias, context)
         var paths = try calls.collectionPaths(context)
-        if let defaultPath = try calls.readAlias(collectionAlias, context), !paths.contains(defaultPath) {
+        if let defaultPath, !paths.contains(defaultPath) {
             paths.append(defaultPath)
         }
         var locked: [String] = []
         for path in paths {
             if try calls.isCollectionLocked(path, context) { locked.append(path) }
         }
-        return locked
+        return CollectionStates(hasDefault: defaultPath != nil, locked: locked)
     }
 
     /// Asks the service to unlock `paths`. Nil when something was unlocked; `.denied` when the
