@@ -23,12 +23,31 @@ final class SoftwareKeyStoreTests: XCTestCase {
         return Int(st.st_mode) & 0o7777
     }
 
-    func testMissingDirectoryOrFileIsAbsent() throws {
+    func testAMissingDirectoryIsUnavailableNeverAbsent() throws {
+        // "Never stored" and "not reachable" look the same from here: never a keyLost reset.
         let store = SoftwareKeyStore(directory: directory)
-        XCTAssertTrue(store.lookup(id).isAbsent)
-        XCTAssertEqual(store.items(applicationId: id.applicationId, account: id.account).summaries, [])
-        XCTAssertEqual(store.availability(), .available)
+        XCTAssertEqual(store.lookup(id).unavailableReason, .other)
+        XCTAssertEqual(store.items(applicationId: id.applicationId, account: id.account).unavailableReason, .other)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory), "lookups and listings create nothing")
+    }
+
+    func testADirectoryOnAVolumeThatIsNotMountedIsUnavailableNeverAbsent() throws {
+        // The key was stored; then the volume holding the directory went away (or XDG_CONFIG_HOME
+        // points elsewhere in this run).
+        let mounted = root + "/volume/keys"
+        let store = SoftwareKeyStore(directory: mounted)
+        try store.store(try CacheKey.generate(), keyId: "k", for: id, label: "l")
+        try FileManager.default.removeItem(atPath: root + "/volume")
+        XCTAssertEqual(store.lookup(id).unavailableReason, .other)
+        XCTAssertEqual(store.items(applicationId: id.applicationId, account: id.account).unavailableReason, .other)
+    }
+
+    func testAMissingFileInAnExistingDirectoryIsAbsent() throws {
+        let store = SoftwareKeyStore(directory: directory)
+        XCTAssertEqual(store.availability(), .available, "availability creates the directory for a new key")
+        XCTAssertEqual(try mode(directory), 0o700)
         XCTAssertTrue(store.lookup(id).isAbsent, "an empty directory holds no key")
+        XCTAssertEqual(store.items(applicationId: id.applicationId, account: id.account).summaries, [])
     }
 
     func testStoreThenLookupRoundTripsWithPrivateModes() throws {

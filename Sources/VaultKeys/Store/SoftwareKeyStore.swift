@@ -10,6 +10,12 @@ internal import CCrypto
 /// Files or directories that others can read, that belong to another user or that are symlinks are
 /// refused (`.unavailable(.insecureStorage)`), never used and never "repaired".
 ///
+/// `.absent` means the directory exists (and passes those checks) and the key's file is not in it.
+/// A missing directory is `.unavailable(.other)` for lookups and listings alike: it may be on a
+/// volume that is not mounted, or `XDG_CONFIG_HOME` may differ from the run that stored the key,
+/// and the store cannot tell "never stored" from "not reachable". Only `availability()` and
+/// `store` create it (for a new key).
+///
 /// File format (binary): the 8 bytes `CVKEY1\n\0`, one byte key-id length, the key id (UTF-8),
 /// then the 32 key bytes.
 public struct SoftwareKeyStore: KeyStore {
@@ -38,6 +44,19 @@ public struct SoftwareKeyStore: KeyStore {
         error.isRefusal ? .insecureStorage : .other
     }
 
+    /// Nil when the directory exists and is private; else why a lookup or listing cannot answer.
+    /// A missing directory is `.other`, never "no keys": see the type's documentation.
+    private func checkDirectory() -> KeyUnavailableReason? {
+        do {
+            try SecureFiles.checkDirectory(directory)
+            return nil
+        } catch {
+            return unavailable(error)
+        }
+    }
+
+    /// `.available` when the directory exists and is private, creating it (0700, with missing
+    /// parents) for a new key; else why not.
     public func availability() -> KeyStoreAvailability {
         do {
             try SecureFiles.ensureDirectory(directory)
@@ -47,15 +66,13 @@ public struct SoftwareKeyStore: KeyStore {
         }
     }
 
+    /// `.found`; `.absent` only when the directory exists, is private, and has no file for this
+    /// key; `.unavailable(.other)` when the directory itself is missing (unreachable, not "no
+    /// key"), or the file is damaged; `.unavailable(.insecureStorage)` for a refused file or
+    /// directory.
     public func lookup(_ id: KeyItemID) -> KeyLookup {
         guard KeyItemNames.isSafe(id) else { return .unavailable(.other) }
-        do {
-            try SecureFiles.checkDirectory(directory)
-        } catch .notFound {
-            return .absent
-        } catch {
-            return .unavailable(unavailable(error))
-        }
+        if let refusal = checkDirectory() { return .unavailable(refusal) }
         do {
             return try SecureFiles.withContents(path(for: id), limit: Self.maxFileSize) { (bytes) throws(SecureFileError) -> KeyLookup in
                 guard let (keyId, keyBytes) = Self.parse(bytes) else { return .unavailable(.other) }
@@ -78,14 +95,10 @@ public struct SoftwareKeyStore: KeyStore {
         return (keyId, UnsafeRawBufferPointer(rebasing: bytes[(idStart + idLength)...]))
     }
 
+    /// The account's keys, by file name. `.unavailable(.other)` when the directory is missing (as
+    /// for `lookup`: an empty listing must mean "none").
     public func items(applicationId: String, account: String) -> KeyListing {
-        do {
-            try SecureFiles.checkDirectory(directory)
-        } catch .notFound {
-            return .items([])
-        } catch {
-            return .unavailable(unavailable(error))
-        }
+        if let refusal = checkDirectory() { return .unavailable(refusal) }
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
             return .unavailable(.other)
         }
