@@ -1,0 +1,47 @@
+public import ChatVault
+
+/// What tests read back from the server's side.
+extension ChatVaultSimulator {
+    /// How many messages the server stores (all conversations, replies included).
+    public var messageCount: Int {
+        state.withLock { $0.messages.count }
+    }
+
+    /// A conversation's message ids, oldest first (replies included).
+    ///
+    ///     simulator.messageIds(in: ChatVaultSimulator.conversationId(between: "alice", and: "bob"))
+    public func messageIds(in conversationId: String) -> [Int] {
+        state.withLock { $0.conversations[conversationId]?.messageIds ?? [] }
+    }
+
+    /// How many stored messages `sender` sent with this `localMessageId` (idempotent sends: at most one).
+    public func storedCopies(ofLocalMessageId localMessageId: String, from sender: String) -> Int {
+        state.withLock { state in state.messages.lazy.filter { $0.sender == sender && $0.localMessageId == localMessageId }.count }
+    }
+
+    /// A message's wire JSON as `viewer` would receive it (nil if it does not exist).
+    ///
+    ///     let json = simulator.messageJSON(id, as: "bob")
+    public func messageJSON(_ id: Int, as viewer: String) -> JSONValue? {
+        state.withLock { $0.message(id) == nil ? nil : $0.renderMessage(id, for: viewer) }
+    }
+
+    /// How many entries the change log holds (for every user).
+    public var changeLogCount: Int {
+        state.withLock { $0.log.count }
+    }
+
+    /// How many devices hold a realtime connection.
+    public var connectedClientCount: Int {
+        state.withLock { $0.connections.count }
+    }
+
+    /// Drops every realtime connection from the server's side (a server restart): each device gets
+    /// `.disconnected` and must `connect()` again.
+    public func dropAllConnections() {
+        state.withLock { state in
+            for (_, connection) in state.connections.sorted(by: { $0.key < $1.key }) { connection.continuation.yield(.disconnected) }
+            state.connections.removeAll()
+        }
+    }
+}
