@@ -1,4 +1,0 @@
-import XCTest
-@testable import ChatVaultSimulator
-
-final class PlaceholderTests: XCTestCase {}
