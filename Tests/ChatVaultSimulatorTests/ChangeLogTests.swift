@@ -1,0 +1,151 @@
+import ChatVault
+import ChatVaultSimulator
+import XCTest
+
+/// `changes(since:limit:)`: the catch-up log, per user, replayed forward with paging.
+final class ChangeLogTests: SimulatorTestCase {
+    func upserted(_ page: ChangeLogPage) -> [Int] {
+        page.changes.compactMap { change in
+            if case .messageUpserted(let json) = change { return json["id"]?.intValue.map(Int.init) }
+            return nil
+        }
+    }
+
+    func testChangesAfterASyncPointInOrder() async throws {
+        let start = clock.seconds64
+        clock.advance(by: 1)
+        let first = try simulator.postText("1", from: "alice", to: .user("bob"))
+        clock.advance(by: 1)
+        let second = try simulator.postText("2", from: "bob", to: .user("alice"))
+        clock.advance(by: 1)
+        try simulator.edit(first, to: .text("1!"))
+        clock.advance(by: 1)
+        try simulator.delete(second)
+        clock.advance(by: 1)
+        let alice = simulator.client(for: "alice")
+        let page = try await alice.changes(since: start, limit: 100)
+        XCTAssertEqual(page.changes.count, 5)
+        XCTAssertEqual(upserted(page), [first, second, first, second])
+        XCTAssertEqual(page.changes.last, .messageDeleted(id: second, conversationId: "alice_user_bob"))
+        if case .messageUpserted(let json) = page.changes[2] { XCTAssertEqual(json["data"]?["text"], "1!") }
+        XCTAssertEqual(page.nextSince, clock.seconds64 - 1)
+        XCTAssertFalse(page.hasMore)
+        await assertEqual(try await alice.changes(since: page.nextSince, limit: 100).changes, [])
+    }
+
+    func testEachUserSeesOnlyTheirConversations() async throws {
+        try simulator.postText("a→b", from: "alice", to: .user("bob"))
+        try simulator.postText("team", from: "carol", to: .group("team"))
+        try simulator.postText("secret", from: "dave", to: .group("secret"))
+        clock.advance(by: 1)
+        await assertEqual(try await simulator.client(for: "alice").changes(since: 0, limit: 100).changes.count, 2)
+        await assertEqual(try await simulator.client(for: "dave").changes(since: 0, limit: 100).changes.count, 1)
+        await assertEqual(try await simulator.client(for: "helper").changes(since: 0, limit: 100).changes.count, 0)
+    }
+
+    func testPagingWithNextSinceAndHasMoreReplaysEverythingOnce() async throws {
+        var expected: [Int] = []
+        for i in 0..<23 {
+            clock.advance(by: 1)
+            expected.append(try simulator.postText("m\(i)", from: "alice", to: .user("bob")))
+        }
+        clock.advance(by: 1)
+        let bob = simulator.client(for: "bob")
+        var since: Int64 = 0
+        var collected: [Int] = []
+        var pages = 0
+        while true {
+            let page = try await bob.changes(since: since, limit: 10)
+            pages += 1
+            collected += upserted(page)
+            since = page.nextSince
+            if !page.hasMore { break }
+        }
+        XCTAssertEqual(pages, 3)
+        XCTAssertEqual(collected, expected)
+    }
+
+    func testAPageNeverSplitsOneSecond() async throws {
+        clock.advance(by: 1)
+        let early = try (0..<3).map { try simulator.postText("e\($0)", from: "alice", to: .user("bob")) }
+        clock.advance(by: 1)
+        let late = try (0..<4).map { try simulator.postText("l\($0)", from: "alice", to: .user("bob")) }
+        clock.advance(by: 1)
+        let bob = simulator.client(for: "bob")
+        let first = try await bob.changes(since: 0, limit: 5)
+        XCTAssertEqual(upserted(first), early, "the later second would not fit: it waits for the next page")
+        XCTAssertTrue(first.hasMore)
+        let second = try await bob.changes(since: first.nextSince, limit: 2)
+        XCTAssertEqual(upserted(second), late, "one second larger than the limit comes whole")
+        XCTAssertFalse(second.hasMore)
+    }
+
+    func testTheCurrentSecondIsReplayedUntilTheClockMoves() async throws {
+        let bob = simulator.client(for: "bob")
+        let first = try simulator.postText("1", from: "alice", to: .user("bob"))
+        let page = try await bob.changes(since: 0, limit: 10)
+        XCTAssertEqual(upserted(page), [first])
+        let second = try simulator.postText("2", from: "alice", to: .user("bob"))  // same second
+        let next = try await bob.changes(since: page.nextSince, limit: 10)
+        XCTAssertEqual(upserted(next), [first, second], "nothing of the current second is lost")
+        let session = try await bob.login(userId: "bob")
+        await assertEqual(upserted(try await bob.changes(since: session.serverTime, limit: 10)), [first, second])
+        clock.advance(by: 1)
+        await assertEqual(try await bob.changes(since: next.nextSince, limit: 10).changes, [])
+    }
+
+    func testRepliesAlsoUpsertTheirParent() async throws {
+        let parent = try simulator.postText("q", from: "alice", to: .group("team"))
+        clock.advance(by: 1)
+        let reply = try simulator.postText("a", from: "bob", to: .group("team"), parentId: parent)
+        clock.advance(by: 1)
+        let page = try await simulator.client(for: "carol").changes(since: clock.seconds64 - 2, limit: 10)
+        XCTAssertEqual(upserted(page), [reply, parent])
+        if case .messageUpserted(let json)? = page.changes.last { XCTAssertEqual(json["replyCount"], 1) }
+    }
+
+    func testReceiptsReactionsPinsAndSavesAreUpserts() async throws {
+        let id = try simulator.postText("x", from: "alice", to: .group("team"))
+        clock.advance(by: 1)
+        let mark = clock.seconds64 - 1
+        try simulator.markRead(upTo: id, by: "bob")
+        try simulator.react("👍", to: id, by: "bob")
+        try simulator.pin(id, by: "alice")
+        try simulator.save(id, for: "carol")
+        clock.advance(by: 1)
+        await assertEqual(upserted(try await simulator.client(for: "alice").changes(since: mark, limit: 10)), [id, id, id])
+        await assertEqual(upserted(try await simulator.client(for: "carol").changes(since: mark, limit: 10)), [id, id, id, id],
+                       "a save reaches only its owner")
+    }
+
+    func testConversationRemovalsReachOnlyTheirUser() async throws {
+        try simulator.postText("hi", from: "alice", to: .user("bob"))
+        try simulator.postText("hi", from: "alice", to: .group("team"))
+        clock.advance(by: 1)
+        let mark = clock.seconds64 - 1
+        try simulator.deleteConversation("alice_user_bob", for: "bob")
+        try simulator.removeMember("carol", from: "team")
+        clock.advance(by: 1)
+        await assertEqual(try await simulator.client(for: "bob").changes(since: mark, limit: 10).changes,
+                       [.conversationRemoved(conversationId: "alice_user_bob")])
+        await assertEqual(try await simulator.client(for: "carol").changes(since: mark, limit: 10).changes,
+                       [.conversationRemoved(conversationId: "group_team")])
+        await assertEqual(try await simulator.client(for: "alice").changes(since: mark, limit: 10).changes, [])
+    }
+
+    func testSeededHistoryIsLoggedAtItsOwnTime() async throws {
+        let ids = try simulator.seedConversation(between: "alice", and: "bob", count: 10, spacing: 60)
+        clock.advance(by: 1)
+        let bob = simulator.client(for: "bob")
+        let recent = try await bob.changes(since: clock.seconds64 - 1 - 60 * 3, limit: 100)
+        XCTAssertEqual(upserted(recent), Array(ids.suffix(3)))
+        await assertEqual(upserted(try await bob.changes(since: 0, limit: 100)), Array(ids))
+    }
+
+    func testPayloadFaultReachesUpsertedMessages() async throws {
+        try simulator.postText("x", from: "alice", to: .user("bob"))
+        let bob = simulator.client(for: "bob")
+        bob.failNext(.changes, with: .payload { _ in ["broken": true] })
+        await assertEqual(try await bob.changes(since: 0, limit: 10).changes, [.messageUpserted(["broken": true])])
+    }
+}

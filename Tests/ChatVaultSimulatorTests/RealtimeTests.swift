@@ -1,0 +1,108 @@
+import ChatVault
+import ChatVaultSimulator
+import XCTest
+
+/// The realtime connection: connect/disconnect events and the messages of one's conversations.
+final class RealtimeTests: SimulatorTestCase {
+    /// The next `count` events of a client's stream (fails after a second).
+    func next(_ count: Int, of client: SimulatedClient) async throws -> [RealtimeEvent] {
+        let stream = client.events
+        return try await withThrowingTaskGroup(of: [RealtimeEvent]?.self) { group in
+            group.addTask {
+                var events: [RealtimeEvent] = []
+                for await event in stream {
+                    events.append(event)
+                    if events.count == count { break }
+                }
+                return events
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(1))
+                return nil
+            }
+            let first = try await group.next()!
+            group.cancelAll()
+            guard let events = first else { throw Timeout(expected: count) }
+            return events
+        }
+    }
+
+    struct Timeout: Error {
+        let expected: Int
+    }
+
+    func kinds(_ events: [RealtimeEvent]) -> [String] {
+        events.map { event in
+            switch event {
+            case .connected: return "connected"
+            case .disconnected: return "disconnected"
+            case .messageReceived(let json): return "received \(json["id"]!.intValue!)"
+            case .messageEdited(let json): return "edited \(json["id"]!.intValue!)"
+            case .messageDeleted(let json): return "deleted \(json["id"]!.intValue!)"
+            }
+        }
+    }
+
+    func testMessagesEditsAndDeletesArriveWhileConnected() async throws {
+        let bob = simulator.client(for: "bob")
+        try simulator.postText("before", from: "alice", to: .user("bob"))
+        try await bob.connect()
+        XCTAssertTrue(bob.isConnected)
+        let id = try simulator.postText("hi <@uid:bob>", from: "alice", to: .user("bob"))
+        try simulator.postText("not for bob", from: "alice", to: .user("carol"))
+        let teamId = try simulator.postText("team", from: "carol", to: .group("team"))
+        try simulator.edit(id, to: .text("hi again"))
+        try simulator.delete(id)
+        await bob.disconnect()
+        let events = try await next(6, of: bob)
+        XCTAssertEqual(kinds(events), ["connected", "received \(id)", "received \(teamId)", "edited \(id)", "deleted \(id)", "disconnected"])
+        if case .messageReceived(let json) = events[1] { XCTAssertEqual(json["mentionedMe"], true, "rendered for bob") }
+    }
+
+    func testTheSendingDeviceDoesNotHearItsOwnSendButOtherDevicesDo() async throws {
+        let phone = simulator.client(for: "alice"), laptop = simulator.client(for: "alice"), bob = simulator.client(for: "bob")
+        for client in [phone, laptop, bob] { try await client.connect() }
+        XCTAssertEqual(simulator.connectedClientCount, 3)
+        let sent = try await phone.send(["receiver": "bob", "type": "text", "data": ["text": "x"]], localMessageId: "l")
+        let id = sent["id"]!.intValue!
+        await phone.disconnect()
+        await assertEqual(kinds(try await next(2, of: phone)), ["connected", "disconnected"])
+        await assertEqual(kinds(try await next(2, of: laptop)), ["connected", "received \(id)"])
+        await assertEqual(kinds(try await next(2, of: bob)), ["connected", "received \(id)"])
+    }
+
+    func testGoingOfflineDisconnectsAndConnectingOfflineFails() async throws {
+        let bob = simulator.client(for: "bob")
+        try await bob.connect()
+        try await bob.connect()  // already connected: no second event
+        bob.network = .offline
+        XCTAssertFalse(bob.isConnected)
+        try simulator.postText("missed", from: "alice", to: .user("bob"))
+        await XCTAssertThrowsBackendError(.unreachable, try await bob.connect())
+        bob.network = .online
+        try await bob.connect()
+        let id = try simulator.postText("caught", from: "alice", to: .user("bob"))
+        await assertEqual(kinds(try await next(4, of: bob)), ["connected", "disconnected", "connected", "received \(id)"])
+    }
+
+    func testServerDropAndLogoutEndTheStream() async throws {
+        let bob = simulator.client(for: "bob")
+        try await bob.connect()
+        simulator.dropAllConnections()
+        XCTAssertFalse(bob.isConnected)
+        bob.deliver(.messageReceived(["id": "hostile"]))
+        await bob.logout()
+        var events: [RealtimeEvent] = []
+        for await event in bob.events { events.append(event) }
+        XCTAssertEqual(events, [.connected, .disconnected, .messageReceived(["id": "hostile"])], "the stream ends at logout")
+    }
+
+    func testConnectFaultsAndNoEventsWhileDisconnected() async throws {
+        let bob = simulator.client(for: "bob")
+        bob.failNext(.connect, with: .status(503, code: "ERR_SERVICE_UNAVAILABLE"))
+        await assertEqual(statusAndCode(await backendError(try await bob.connect())), "503 ERR_SERVICE_UNAVAILABLE")
+        try simulator.postText("nobody listens", from: "alice", to: .user("bob"))
+        try await bob.connect()
+        await assertEqual(kinds(try await next(1, of: bob)), ["connected"])
+    }
+}
