@@ -21,6 +21,9 @@ extension ChatVaultSimulator {
         }
     }
 
+    /// Unpins a conversation for `uid`.
+    ///
+    ///     try simulator.unpinConversation("group_team", for: "alice")
     public func unpinConversation(_ conversationId: String, for uid: String) throws(SimulatorError) {
         try changeConversation(conversationId, for: uid) { state, _ in
             state.pinnedAt = 0

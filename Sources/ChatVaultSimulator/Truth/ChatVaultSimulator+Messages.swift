@@ -122,6 +122,8 @@ extension ChatVaultSimulator {
     }
 
     /// Takes a reaction back.
+    ///
+    ///     try simulator.unreact("👍", to: id, by: "bob")
     public func unreact(_ reaction: String, to id: Int, by uid: String) throws(SimulatorError) {
         try mutate { (state, now) throws(BackendError) in
             let m = try state.existing(id)
@@ -143,6 +145,9 @@ extension ChatVaultSimulator {
         }
     }
 
+    /// Unpins a message.
+    ///
+    ///     try simulator.unpin(id)
     public func unpin(_ id: Int) throws(SimulatorError) {
         try mutate { (state, now) throws(BackendError) in
             _ = try state.existing(id)
@@ -164,6 +169,9 @@ extension ChatVaultSimulator {
         }
     }
 
+    /// Removes `uid`'s bookmark.
+    ///
+    ///     try simulator.unsave(id, for: "bob")
     public func unsave(_ id: Int, for uid: String) throws(SimulatorError) {
         try mutate { (state, now) throws(BackendError) in
             _ = try state.existing(id)
