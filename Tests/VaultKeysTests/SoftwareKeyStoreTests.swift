@@ -96,6 +96,35 @@ final class SoftwareKeyStoreTests: XCTestCase {
                        [KeyItemSummary(id: id, keyId: "a"), KeyItemSummary(id: other, keyId: "b")])
     }
 
+    func testAKeyFileThatCannotBeReadIsStillListed() throws {
+        // A manifest repair picks its key from the listing: leaving an unreadable key out would
+        // make "no candidates" look like "no key" (a keyLost reset) instead of "cannot read it now".
+        let store = SoftwareKeyStore(directory: directory)
+        let refused = KeyItemID(applicationId: id.applicationId, account: id.account, cacheId: "cache-2")
+        let damaged = KeyItemID(applicationId: id.applicationId, account: id.account, cacheId: "cache-3")
+        try store.store(try CacheKey.generate(), keyId: "a", for: id, label: "l")
+        try store.store(try CacheKey.generate(), keyId: "b", for: refused, label: "l")
+        try store.store(try CacheKey.generate(), keyId: "c", for: damaged, label: "l")
+        XCTAssertEqual(chmod(store.path(for: refused), 0o644), 0)
+        let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: store.path(for: damaged)))
+        try handle.truncate(atOffset: 20)
+        try handle.close()
+        XCTAssertEqual(store.items(applicationId: id.applicationId, account: id.account).summaries, [
+            KeyItemSummary(id: id, keyId: "a"), KeyItemSummary(id: refused, keyId: ""), KeyItemSummary(id: damaged, keyId: ""),
+        ])
+        XCTAssertEqual(store.lookup(refused).unavailableReason, .insecureStorage)
+        XCTAssertEqual(store.lookup(damaged).unavailableReason, .other)
+    }
+
+    func testAFileNameThisStoreNeverWritesIsNotListed() throws {
+        let store = SoftwareKeyStore(directory: directory)
+        try store.store(try CacheKey.generate(), keyId: "a", for: id, label: "l")
+        let stray = store.path(for: id).replacingOccurrences(of: ".cache-1.key", with: ".not.ours.key")
+        XCTAssertTrue(FileManager.default.createFile(atPath: stray, contents: Data([1, 2, 3]), attributes: [.posixPermissions: 0o600]))
+        XCTAssertEqual(store.items(applicationId: id.applicationId, account: id.account).summaries,
+                       [KeyItemSummary(id: id, keyId: "a")])
+    }
+
     func testAKeyFileReadableByOthersIsRefused() throws {
         let store = SoftwareKeyStore(directory: directory)
         try store.store(try CacheKey.generate(), keyId: "k", for: id, label: "l")

@@ -96,7 +96,11 @@ public struct SoftwareKeyStore: KeyStore {
     }
 
     /// The account's keys, by file name. `.unavailable(.other)` when the directory is missing (as
-    /// for `lookup`: an empty listing must mean "none").
+    /// for `lookup`: an empty listing must mean "none"). A key file that is there but cannot be
+    /// used now (refused as insecure, damaged, an I/O error) is listed too, with an empty key id,
+    /// as a locked Secret Service item is: it may be the very key a manifest repair looks for, and
+    /// its `lookup` says why it cannot be read. Leaving it out would make the listing claim a
+    /// completeness it does not have.
     public func items(applicationId: String, account: String) -> KeyListing {
         if let refusal = checkDirectory() { return .unavailable(refusal) }
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
@@ -106,9 +110,13 @@ public struct SoftwareKeyStore: KeyStore {
         var found: [KeyItemSummary] = []
         for name in names.sorted() where name.hasPrefix(prefix) && name.hasSuffix(".key") {
             let cacheId = String(name.dropFirst(prefix.count).dropLast(4))
+            // Not a name this store writes (its cache ids are safe components): not one of ours.
+            guard KeyItemNames.isSafeComponent(cacheId) else { continue }
             let id = KeyItemID(applicationId: applicationId, account: account, cacheId: cacheId)
-            if case .found(_, let keyId) = lookup(id) {
-                found.append(KeyItemSummary(id: id, keyId: keyId))
+            switch lookup(id) {
+            case .found(_, let keyId): found.append(KeyItemSummary(id: id, keyId: keyId))
+            case .unavailable: found.append(KeyItemSummary(id: id, keyId: ""))
+            case .absent: continue // deleted since the directory was read
             }
         }
         return .items(found)
