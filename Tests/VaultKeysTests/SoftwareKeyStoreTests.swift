@@ -42,12 +42,23 @@ final class SoftwareKeyStoreTests: XCTestCase {
         XCTAssertEqual(store.items(applicationId: id.applicationId, account: id.account).unavailableReason, .other)
     }
 
-    func testAMissingFileInAnExistingDirectoryIsAbsent() throws {
+    func testAMissingFileInADirectoryThisStoreWroteToIsAbsent() throws {
+        let store = SoftwareKeyStore(directory: directory)
+        let other = KeyItemID(applicationId: id.applicationId, account: id.account, cacheId: "other-cache")
+        try store.store(try CacheKey.generate(), keyId: "k", for: other, label: "ignored")
+        try store.delete(other)
+        XCTAssertEqual(try mode(directory), 0o700)
+        XCTAssertTrue(store.lookup(id).isAbsent, "a directory that held keys and has no file for this one")
+        XCTAssertEqual(store.items(applicationId: id.applicationId, account: id.account).summaries, [])
+    }
+
+    func testAnEmptyDirectoryThisStoreNeverWroteToProvesNothing() throws {
+        // An empty mount point, or a directory made while the real volume was not mounted.
         let store = SoftwareKeyStore(directory: directory)
         XCTAssertEqual(store.availability(), .available, "availability creates the directory for a new key")
         XCTAssertEqual(try mode(directory), 0o700)
-        XCTAssertTrue(store.lookup(id).isAbsent, "an empty directory holds no key")
-        XCTAssertEqual(store.items(applicationId: id.applicationId, account: id.account).summaries, [])
+        XCTAssertEqual(store.lookup(id).unavailableReason, .other, "never absent without the store's marker")
+        XCTAssertEqual(store.items(applicationId: id.applicationId, account: id.account).unavailableReason, .other)
     }
 
     func testStoreThenLookupRoundTripsWithPrivateModes() throws {

@@ -10,7 +10,10 @@ internal import CCrypto
 /// Files or directories that others can read, that belong to another user or that are symlinks are
 /// refused (`.unavailable(.insecureStorage)`), never used and never "repaired".
 ///
-/// `.absent` means the directory exists (and passes those checks) and the key's file is not in it.
+/// `.absent` means the directory exists (and passes those checks), this store has written keys
+/// into it (its marker file `.chatvault-key-store` is there), and the key's file is not in it. An
+/// empty directory that merely exists (an empty mount point, one created while the real volume was
+/// not mounted) proves nothing and answers `.unavailable(.other)`.
 /// A missing directory is `.unavailable(.other)` for lookups and listings alike: it may be on a
 /// volume that is not mounted, or `XDG_CONFIG_HOME` may differ from the run that stored the key,
 /// and the store cannot tell "never stored" from "not reachable". Only `availability()` and
@@ -24,6 +27,15 @@ public struct SoftwareKeyStore: KeyStore {
     public var name: String { "file" }
 
     private static let magic: [UInt8] = Array("CVKEY1\n\0".utf8)
+    /// Written beside the first key: proof that "no file" in this directory means "no key".
+    static let markerName = ".chatvault-key-store"
+
+    private var marker: String { "\(directory)/\(Self.markerName)" }
+
+    /// Whether this directory has held keys written by this store (and still exists).
+    private func hasMarker() -> Bool {
+        (try? SecureFiles.checkFile(marker)) != nil
+    }
     private static let maxFileSize = 512
 
     public init(directory: String) {
@@ -80,7 +92,10 @@ public struct SoftwareKeyStore: KeyStore {
                 return .found(key, keyId: keyId)
             }
         } catch .notFound {
-            return .absent
+            // Look again: the directory may have gone (an unmount) between the checks, and only a
+            // directory this store has written keys into can say "no key".
+            if let refusal = checkDirectory() { return .unavailable(refusal) }
+            return hasMarker() ? .absent : .unavailable(.other)
         } catch {
             return .unavailable(unavailable(error))
         }
@@ -119,6 +134,8 @@ public struct SoftwareKeyStore: KeyStore {
             case .absent: continue // deleted since the directory was read
             }
         }
+        // Nothing found in a directory this store never wrote to proves nothing.
+        if found.isEmpty && !hasMarker() { return .unavailable(.other) }
         return .items(found)
     }
 
@@ -138,6 +155,7 @@ public struct SoftwareKeyStore: KeyStore {
                 }
                 try SecureFiles.writeAtomically(path(for: id), UnsafeRawBufferPointer(buffer))
             }
+            if !hasMarker() { try SecureFiles.writeAtomically(marker, data: Array("ChatVault key store\n".utf8)) }
         } catch {
             throw KeyStoreError(unavailable(error), error.description)
         }
