@@ -28,7 +28,9 @@ final class FixtureTests: XCTestCase {
         XCTAssertTrue(cache.isEncrypted)
         XCTAssertEqual(cache.keyStorage, .keystore)
         XCTAssertEqual(cache.cacheId, fixture.expected.cacheId)
-        XCTAssertEqual(try cache.reader.sync { db in try db.scalarInt("PRAGMA user_version") }, Int64(fixture.expected.schemaVersion))
+        // Written at schema v1, migrated forward on open, every row kept.
+        XCTAssertEqual(fixture.expected.schemaVersion, 1)
+        XCTAssertEqual(try cache.reader.sync { db in try db.scalarInt("PRAGMA user_version") }, Int64(Schema.currentVersion))
         try assertRows(of: cache, equal: fixture.expected)
         cache.close()
         XCTAssertEqual(try fixture.currentManifest().cacheId, fixture.expected.cacheId, "still the same cache after closing")

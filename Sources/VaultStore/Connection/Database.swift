@@ -195,6 +195,12 @@ public final class Statement {
         sqlite3_clear_bindings(handle)
     }
 
+    /// Ends the statement's current run (releasing its read snapshot) and clears its bindings.
+    /// Call it when you stop stepping before the last row.
+    public func reset() {
+        resetAndClear()
+    }
+
     public func bind(_ values: [DatabaseValue]) throws(DatabaseError) {
         for (i, value) in values.enumerated() { try bind(value, at: Int32(i + 1)) }
     }

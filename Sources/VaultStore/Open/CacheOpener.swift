@@ -292,14 +292,18 @@ struct OpenProcedure {
         var options = config.connection
         options.create = creating
         let writer = try DatabaseQueue(path: dir.database, keying: keying, options: options, label: "writer")
-        try writer.sync { db in try Schema.prepare(db, expectExisting: !creating) }
         let size = fileSize(dir.database) + fileSize(dir.wal)
-        let checkNow = config.synchronousIntegrityCheckLimit >= 0 && size <= config.synchronousIntegrityCheckLimit
+        // A migration writes into the file: never into a damaged one. Check first then, whatever
+        // the size (migrations are rare); otherwise small caches are checked now, large ones in
+        // the background.
+        let migrating = try !creating && writer.sync { db in try Schema.needsMigration(db) }
+        let checkNow = migrating || (config.synchronousIntegrityCheckLimit >= 0 && size <= config.synchronousIntegrityCheckLimit)
         if checkNow, !creating {
             guard try writer.sync({ db in try IntegrityCheck.run(db) }) else {
                 throw DatabaseError(extendedCode: 11, message: "quick_check failed", operation: "quick_check")
             }
         }
+        try writer.sync { db in try Schema.prepare(db, expectExisting: !creating) }
         var provenCipher: String?
         if case .encrypted(_, let profile) = keying {
             // Prove the cipher: the engine names itself, and the file on disk is not plaintext.

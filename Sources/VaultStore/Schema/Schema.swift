@@ -101,6 +101,27 @@ public enum Schema {
             )
             """,
         ]),
+        // Reads (two-phase requests, eviction): a conversation's messages in time order whatever
+        // their thread, time-ordered scans for eviction, the blocked-users list, and when a
+        // conversation was last opened.
+        Migration(version: 2, statements: [
+            "CREATE INDEX messages_by_conversation_time ON messages (conversation_id, sent_at, server_id)",
+            "CREATE INDEX messages_by_time ON messages (sent_at)",
+            "CREATE INDEX conversations_by_activity ON conversations (updated_at, id)",
+            """
+            CREATE TABLE blocked_users (
+                uid TEXT PRIMARY KEY NOT NULL,
+                position INTEGER NOT NULL,
+                payload BLOB NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE conversation_opened (
+                conversation_id TEXT PRIMARY KEY NOT NULL,
+                opened_at INTEGER NOT NULL
+            )
+            """,
+        ]),
     ]
 
     /// The version this code writes.
@@ -118,6 +139,8 @@ public enum Schema {
         "media": ["url_key", "message_id", "local_file", "bytes", "mime", "outgoing", "created_at", "last_access"],
         "list_snapshots": ["query_key", "page", "kind", "recorded_at", "last_used", "payload"],
         "kv": ["key", "value"],
+        "blocked_users": ["uid", "position", "payload"],
+        "conversation_opened": ["conversation_id", "opened_at"],
     ]
 
     /// Why a schema cannot be used.
@@ -136,6 +159,12 @@ public enum Schema {
             case .mismatch(let what): return "schema mismatch: \(what)"
             }
         }
+    }
+
+    /// Whether the database is at an older version than this code writes.
+    static func needsMigration(_ db: Database) throws -> Bool {
+        let version = Int(try db.scalarInt("PRAGMA user_version") ?? 0)
+        return version < currentVersion
     }
 
     /// Brings a database to `currentVersion` and verifies its shape.
