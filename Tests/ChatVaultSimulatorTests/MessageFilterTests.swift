@@ -135,7 +135,8 @@ final class MessageFilterTests: SimulatorTestCase {
         try simulator.postText("plain", from: "alice", to: .group("team"))
         let bob = simulator.client(for: "bob")
 
-        await assertEqual(ids(try await messages(bob) { $0.hasMentions = true }), [mentionsBob])
+        await assertEqual(ids(try await messages(bob) { $0.myMentionsOnly = true }), [mentionsBob])
+        await assertEqual(ids(try await messages(bob) { $0.hasMentions = true }), [mentionsBob, mentionsCarol], "any mention")
         await assertEqual(ids(try await messages(bob) { $0.mentionedUIDs = ["carol", "dave"] }), [mentionsCarol])
         let json = try await bob.message(id: mentionsBob)
         XCTAssertEqual(json["mentionedMe"], true)
@@ -264,7 +265,7 @@ final class MessageFilterTests: SimulatorTestCase {
         try simulator.postText("hi <@uid:bob>", from: "alice", to: .group("team"))
         try simulator.postText("no mention", from: "alice", to: .group("team"), tags: ["x"])
         let bob = simulator.client(for: "bob")
-        await assertEqual(ids(try await messages(bob) { $0.scope = .group("team"); $0.tags = ["x"]; $0.hasMentions = true; $0.unread = true }), [match])
+        await assertEqual(ids(try await messages(bob) { $0.scope = .group("team"); $0.tags = ["x"]; $0.myMentionsOnly = true; $0.unread = true }), [match])
     }
 
     func attachment(_ name: String, _ mime: String) -> SimulatedAttachment {

@@ -68,12 +68,13 @@ final class ErrorCodeTests: XCTestCase {
 
     // MARK: OfflineErrorCode
 
-    func testOfflineErrorCodeCoversTheTableAndTheMediaDownloadCodeAndNothingElse() {
+    func testOfflineErrorCodeCoversTheTableThenTheMediaDownloadAndInvalidResponseCodes() {
         let constants = OfflineErrorCode.allCases.filter(\.isCometChatConstantsError).map(\.rawValue)
         XCTAssertEqual(constants, referenceCodes)
         XCTAssertEqual(Set(OfflineErrorCode.allCases.map(\.rawValue)),
-                       Set(referenceCodes + ["ERROR_MEDIA_DOWNLOAD_FAILED"]))
-        XCTAssertEqual(OfflineErrorCode.allCases.count, 17)
+                       Set(referenceCodes + ["ERROR_MEDIA_DOWNLOAD_FAILED", "ERROR_INVALID_SERVER_RESPONSE"]))
+        XCTAssertEqual(OfflineErrorCode.allCases.count, 18)
+        XCTAssertFalse(OfflineErrorCode.invalidServerResponse.isCometChatConstantsError, "ChatVault's own code")
     }
 
     func testOfflineErrorCodeRawValuesMatchTheConstants() {

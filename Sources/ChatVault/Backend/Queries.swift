@@ -58,7 +58,10 @@ public struct MessageQuery: Sendable, Hashable {
     public var tags: [String] = []
     public var unread = false
     public var hideDeleted = false
+    /// Messages that mention anyone (`has(mentions:)`).
     public var hasMentions = false
+    /// Messages that mention me (`myMentionsOnly(_:)`).
+    public var myMentionsOnly = false
     public var mentionedUIDs: [String] = []
     public var hasAttachments = false
     public var attachmentTypes: [AttachmentType] = []

@@ -47,8 +47,11 @@ public enum OfflineErrorCode: String, Sendable, Codable, CaseIterable {
     /// `ERROR_MEDIA_DOWNLOAD_FAILED`: a background media download failed. Not a
     /// `CometChatConstants.Errors` constant (see ``MediaDownloadErrors``).
     case mediaDownloadFailed = "ERROR_MEDIA_DOWNLOAD_FAILED"
+    /// ChatVault's own: the server answered with a payload the engine refused (a missing field,
+    /// a huge string, a wrong type). Nothing of it reached the cache.
+    case invalidServerResponse = "ERROR_INVALID_SERVER_RESPONSE"
 
     /// Whether the code is one of `CometChatConstants.Errors` (every case but
-    /// ``mediaDownloadFailed``).
-    public var isCometChatConstantsError: Bool { self != .mediaDownloadFailed }
+    /// ``mediaDownloadFailed`` and ``invalidServerResponse``).
+    public var isCometChatConstantsError: Bool { self != .mediaDownloadFailed && self != .invalidServerResponse }
 }

@@ -46,9 +46,17 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Turns validated wire JSON into models. The same decoder reads server pages and cached rows.
+/// Turns validated wire JSON into models. The same decoder reads server pages and cached rows;
+/// cached rows were validated when they were written, so reading them skips the costly size
+/// checks of free-form JSON (`trusted`).
 struct WireDecoder: Sendable {
     let limits: WireLimits
+    var trusted = false
+
+    init(limits: WireLimits, trusted: Bool = false) {
+        self.limits = limits
+        self.trusted = trusted
+    }
 
     /// Reads the fields of one JSON object, with the entity's name and a path for errors.
     struct Fields {
@@ -56,8 +64,9 @@ struct WireDecoder: Sendable {
         let entity: String
         let path: String
         let limits: WireLimits
+        var trusted = false
 
-        init(_ value: JSONValue, entity: String, path: String = "", limits: WireLimits) throws(WireError) {
+        init(_ value: JSONValue, entity: String, path: String = "", limits: WireLimits, trusted: Bool = false) throws(WireError) {
             guard case .object(let values) = value else {
                 throw WireError(entity: entity, field: path.isEmpty ? "(root)" : path, problem: .wrongType(expected: "an object"))
             }
@@ -65,6 +74,7 @@ struct WireDecoder: Sendable {
             self.entity = entity
             self.path = path
             self.limits = limits
+            self.trusted = trusted
         }
 
         func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
@@ -90,18 +100,25 @@ struct WireDecoder: Sendable {
             return s
         }
 
-        /// An identifier: non-empty, bounded, no control characters.
+        /// An optional identifier: bounded, no control characters; empty means absent (the SDK's
+        /// own default for fields such as `pinnedBy` or `muid`).
         func identifier(_ key: String) throws(WireError) -> String? {
-            guard let s = try string(key, max: limits.maxIdentifierBytes) else { return nil }
-            guard !s.isEmpty, !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
-                throw fail(key, .invalid("empty or control characters"))
+            guard let s = try string(key, max: limits.maxIdentifierBytes), !s.isEmpty else { return nil }
+            guard !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+                throw fail(key, .invalid("control characters"))
             }
             return s
         }
 
         func requiredIdentifier(_ key: String) throws(WireError) -> String {
-            guard let s = try identifier(key) else { throw fail(key, .missing) }
+            guard let s = try identifier(key) else { throw fail(key, present(key) == nil ? .missing : .invalid("empty")) }
             return s
+        }
+
+        /// An identifier that servers send as a string or a number.
+        func requiredIdentifierOrNumber(_ key: String) throws(WireError) -> String {
+            if let n = present(key)?.intValue { return String(n) }
+            return try requiredIdentifier(key)
         }
 
         func int(_ key: String) throws(WireError) -> Int? {
@@ -129,7 +146,7 @@ struct WireDecoder: Sendable {
 
         func object(_ key: String, entity: String? = nil) throws(WireError) -> Fields? {
             guard let value = present(key) else { return nil }
-            return try Fields(value, entity: entity ?? self.entity, path: name(key), limits: limits)
+            return try Fields(value, entity: entity ?? self.entity, path: name(key), limits: limits, trusted: trusted)
         }
 
         func array(_ key: String) throws(WireError) -> [JSONValue]? {
@@ -154,6 +171,7 @@ struct WireDecoder: Sendable {
         /// Free-form JSON, bounded in size and depth.
         func freeform(_ key: String) throws(WireError) -> JSONValue? {
             guard let value = present(key) else { return nil }
+            if trusted { return value }
             guard depth(value) <= limits.maxDepth else { throw fail(key, .invalid("nested too deeply")) }
             guard BinaryJSON.encode(value).count <= limits.maxFreeformBytes else { throw fail(key, .tooLong(limit: limits.maxFreeformBytes)) }
             return value
@@ -177,7 +195,7 @@ struct WireDecoder: Sendable {
     // MARK: - Entities
 
     func user(_ value: JSONValue, path: String = "") throws(WireError) -> User {
-        let f = try Fields(value, entity: "user", path: path, limits: limits)
+        let f = try Fields(value, entity: "user", path: path, limits: limits, trusted: trusted)
         let user = User(uid: try f.requiredIdentifier("uid"), name: try f.string("name", max: limits.maxNameBytes))
         try fillUser(user, f)
         return user
@@ -199,7 +217,7 @@ struct WireDecoder: Sendable {
     }
 
     func group(_ value: JSONValue, path: String = "") throws(WireError) -> Group {
-        let f = try Fields(value, entity: "group", path: path, limits: limits)
+        let f = try Fields(value, entity: "group", path: path, limits: limits, trusted: trusted)
         let group = Group(guid: try f.requiredIdentifier("guid"), name: try f.string("name", max: limits.maxNameBytes),
                           groupType: try f.choice("type", GroupType.self) ?? .public, password: nil)
         group.icon = try f.string("icon", max: limits.maxURLBytes)
@@ -217,7 +235,7 @@ struct WireDecoder: Sendable {
     }
 
     func groupMember(_ value: JSONValue) throws(WireError) -> GroupMember {
-        let f = try Fields(value, entity: "group member", limits: limits)
+        let f = try Fields(value, entity: "group member", limits: limits, trusted: trusted)
         let member = GroupMember(UID: try f.requiredIdentifier("uid"), groupMemberScope: try f.choice("scope", GroupMemberScopeType.self) ?? .participant)
         member.name = try f.string("name", max: limits.maxNameBytes)
         try fillUser(member, f)
@@ -227,15 +245,15 @@ struct WireDecoder: Sendable {
     }
 
     func reaction(_ value: JSONValue) throws(WireError) -> Reaction {
-        let f = try Fields(value, entity: "reaction", limits: limits)
-        return Reaction(id: try f.requiredIdentifier("id"), messageId: try f.requiredInt("messageId"),
+        let f = try Fields(value, entity: "reaction", limits: limits, trusted: trusted)
+        return Reaction(id: try f.requiredIdentifierOrNumber("id"), messageId: try f.requiredInt("messageId"),
                         reaction: try f.requiredString("reaction", max: 64), uid: try f.requiredIdentifier("uid"),
                         reactedAt: try f.double("reactedAt") ?? 0,
                         reactedBy: try f.present("reactedBy").map { (v) throws(WireError) in try user(v, path: "reactedBy") })
     }
 
     func feedItem(_ value: JSONValue) throws(WireError) -> NotificationFeedItem {
-        let f = try Fields(value, entity: "notification feed item", limits: limits)
+        let f = try Fields(value, entity: "notification feed item", limits: limits, trusted: trusted)
         return NotificationFeedItem(id: try f.requiredIdentifier("id"), category: try f.identifier("category") ?? "",
                                     categoryId: try f.identifier("categoryId") ?? "", content: try f.freeform("content") ?? .object([:]),
                                     readAt: try f.double("readAt") ?? 0, deliveredAt: try f.double("deliveredAt") ?? 0,
@@ -245,7 +263,7 @@ struct WireDecoder: Sendable {
     }
 
     func conversation(_ value: JSONValue) throws(WireError) -> Conversation {
-        let f = try Fields(value, entity: "conversation", limits: limits)
+        let f = try Fields(value, entity: "conversation", limits: limits, trusted: trusted)
         guard let type = try f.choice("conversationType", ConversationType.self), type != .none else {
             throw f.fail("conversationType", f.present("conversationType") == nil ? .missing : .invalid("must be user or group"))
         }
@@ -264,7 +282,7 @@ struct WireDecoder: Sendable {
     }
 
     func thread(_ value: JSONValue) throws(WireError) -> MessageThread {
-        let f = try Fields(value, entity: "thread", limits: limits)
+        let f = try Fields(value, entity: "thread", limits: limits, trusted: trusted)
         guard let parent = f.present("parentMessage") else { throw f.fail("parentMessage", .missing) }
         return MessageThread(parentMessage: try message(parent, path: "parentMessage"), replyCount: try f.int("replyCount") ?? 0,
                              lastReply: try f.present("lastReply").map { (v) throws(WireError) in try message(v, path: "lastReply") },
@@ -275,7 +293,7 @@ struct WireDecoder: Sendable {
     // MARK: - Messages
 
     func message(_ value: JSONValue, path: String = "") throws(WireError) -> BaseMessage {
-        let f = try Fields(value, entity: "message", path: path, limits: limits)
+        let f = try Fields(value, entity: "message", path: path, limits: limits, trusted: trusted)
         let category = try f.choice("category", MessageCategory.self) ?? .message
         let receiverType = try f.choice("receiverType", ReceiverType.self) ?? .user
         let receiver = try f.requiredIdentifier("receiver")
@@ -352,7 +370,7 @@ struct WireDecoder: Sendable {
             message.mentionedUsers.append(try user(item, path: f.name("mentionedUsers") + "[\(i)]"))
         }
         for (i, item) in (try f.array("reactions") ?? []).enumerated() {
-            let r = try Fields(item, entity: "message", path: f.name("reactions") + "[\(i)]", limits: limits)
+            let r = try Fields(item, entity: "message", path: f.name("reactions") + "[\(i)]", limits: limits, trusted: trusted)
             message.reactions.append(ReactionCount(reaction: try r.requiredString("reaction", max: 64), count: try r.int("count") ?? 0,
                                                    reactedByMe: try r.bool("reactedByMe") ?? false))
         }
@@ -362,7 +380,7 @@ struct WireDecoder: Sendable {
     }
 
     func attachment(_ value: JSONValue, path: String) throws(WireError) -> Attachment {
-        let f = try Fields(value, entity: "message", path: path, limits: limits)
+        let f = try Fields(value, entity: "message", path: path, limits: limits, trusted: trusted)
         let attachment = Attachment(fileName: try f.string("name", max: limits.maxNameBytes) ?? "",
                                     fileExtension: try f.string("extension", max: limits.maxIdentifierBytes) ?? "",
                                     fileMimeType: try f.string("mimeType", max: limits.maxIdentifierBytes) ?? "application/octet-stream",

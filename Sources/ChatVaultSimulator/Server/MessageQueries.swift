@@ -131,7 +131,8 @@ struct MessageFilter {
         if !tags.isEmpty && !m.tags.contains(where: tags.contains) { return false }
         if q.unread && !state.isUnread(m, by: viewer) { return false }
         if q.hideDeleted && m.deletedAt != 0 { return false }
-        if q.hasMentions && !m.mentions.contains(viewer) { return false }
+        if q.hasMentions && m.mentions.isEmpty { return false }
+        if q.myMentionsOnly && !m.mentions.contains(viewer) { return false }
         if !mentioned.isEmpty && !m.mentions.contains(where: mentioned.contains) { return false }
         if q.hasAttachments && m.content.attachments.isEmpty { return false }
         if !attachmentTypes.isEmpty && (m.content.attachments.isEmpty || !attachmentTypes.contains(m.content.type)) { return false }
