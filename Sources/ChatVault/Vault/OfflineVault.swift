@@ -69,9 +69,15 @@ public struct OpenAttempt: Sendable {
 public final class OfflineVault: Sendable {
     public let config: OfflineConfig
     public let settings: VaultSettings
+    /// The server this engine reads from and sends to.
+    public let backend: any ChatBackend
+    /// Validates server payloads before anything is cached.
+    public let wireLimits: WireLimits
     private let keyStores: [any KeyStore]
     private let resetListeners = ListenerRegistry<any OfflineCacheResetListener>()
     private let session = Mutex(Session())
+    /// An eviction run is scheduled (see `scheduleEviction`).
+    let evictionPending = Mutex(false)
     /// Login, logout, retries and clears run one at a time, in order, on this queue.
     private let lifecycle = DispatchQueue(label: "chatvault.lifecycle")
 
@@ -88,8 +94,10 @@ public final class OfflineVault: Sendable {
     }
 
     /// Creates the engine. Nothing is opened until `login`.
+    /// - Parameter backend: the server; without one the engine behaves as if always offline.
     /// - Throws: `VaultSetupError.invalidApplicationId` when the application id is unusable.
-    public init(config: OfflineConfig, settings: VaultSettings) throws(VaultSetupError) {
+    public init(config: OfflineConfig, settings: VaultSettings, backend: any ChatBackend = UnreachableBackend(),
+                wireLimits: WireLimits = WireLimits()) throws(VaultSetupError) {
         guard settings.hasValidApplicationId else { throw .invalidApplicationId }
         // A key kept beside the data it protects protects nothing.
         let root = (settings.resolvedRoot as NSString).standardizingPath
@@ -99,6 +107,8 @@ public final class OfflineVault: Sendable {
         }
         self.config = config
         self.settings = settings
+        self.backend = backend
+        self.wireLimits = wireLimits
         keyStores = settings.makeKeyStores()
     }
 
@@ -128,6 +138,10 @@ public final class OfflineVault: Sendable {
             guard self.config.enabled else {
                 return done(OpenAttempt(state: .disabled, resets: [], notes: [], cacheId: nil))
             }
+            // The server session starts beside the cache; offline it simply fails and reads fall
+            // back to the cache.
+            let backend = self.backend
+            Task { _ = try? await backend.login(userId: userId) }
             // Only this first open of a login counts toward escalation.
             self.attemptOpen(generation: generation, countsTowardEscalation: true, done: done)
         }
@@ -135,6 +149,7 @@ public final class OfflineVault: Sendable {
 
     /// Closes the cache and keeps it (the same user's next login is instant).
     public func logout() async {
+        await backend.logout()
         _ = await onLifecycle { done in
             self.closeLocked(state: .loggedOut)
             self.session.withLock { s in

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import VaultKeys
 public import VaultStore
 
@@ -59,6 +59,10 @@ public struct VaultSettings: Sendable {
     /// Caches up to this size are integrity-checked during open; larger ones right after, in the
     /// background (a failure then resets the cache as `.corrupted`).
     public var synchronousIntegrityCheckLimit: Int64
+    /// The engine's clock (snapshot TTLs, conversation ages). Tests pass the simulator's.
+    public var clock: @Sendable () -> Date = { Date() }
+    /// How long after a write-through eviction runs (writes in a burst share one run).
+    public var evictionDelay: Duration = .seconds(1)
 
     public init(applicationId: String, applicationName: String? = nil, rootDirectory: String? = nil,
                 keyStorage: [KeyStorageOption] = [.secretService()], callbackExecutor: CallbackExecutor = .main,

@@ -1,0 +1,30 @@
+
+/// The backend of an engine created without one: every call fails with `.unreachable`, as if the
+/// device never had a connection. The cache still opens, serves and reports as usual.
+public struct UnreachableBackend: ChatBackend {
+    public init() {}
+
+    public func login(userId: String) async throws(BackendError) -> BackendSession { throw .unreachable }
+    public func logout() async {}
+    public func messages(_ query: MessageQuery) async throws(BackendError) -> WirePage { throw .unreachable }
+    public func threads(_ query: ThreadQuery) async throws(BackendError) -> WirePage { throw .unreachable }
+    public func conversations(_ query: ConversationQuery) async throws(BackendError) -> WirePage { throw .unreachable }
+    public func users(_ query: UserQuery) async throws(BackendError) -> WirePage { throw .unreachable }
+    public func blockedUsers(_ query: BlockedUserQuery) async throws(BackendError) -> WirePage { throw .unreachable }
+    public func groups(_ query: GroupQuery) async throws(BackendError) -> WirePage { throw .unreachable }
+    public func groupMembers(_ query: GroupMemberQuery) async throws(BackendError) -> WirePage { throw .unreachable }
+    public func bannedGroupMembers(_ query: GroupMemberQuery) async throws(BackendError) -> WirePage { throw .unreachable }
+    public func reactions(_ query: ReactionQuery) async throws(BackendError) -> WirePage { throw .unreachable }
+    public func notificationFeed(_ query: FeedQuery) async throws(BackendError) -> WirePage { throw .unreachable }
+    public func message(id: Int) async throws(BackendError) -> JSONValue { throw .unreachable }
+    public func conversation(with id: String, type: ConversationType) async throws(BackendError) -> JSONValue { throw .unreachable }
+    public func send(_ message: JSONValue, localMessageId: String) async throws(BackendError) -> JSONValue { throw .unreachable }
+    public func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { throw .unreachable }
+    public func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { throw .unreachable }
+    public func changes(since: Int64, limit: Int) async throws(BackendError) -> ChangeLogPage { throw .unreachable }
+    public func downloadMedia(url: String) async throws(BackendError) -> MediaDownload { throw .unreachable }
+    public func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String { throw .unreachable }
+    public func connect() async throws(BackendError) { throw .unreachable }
+    public func disconnect() async {}
+    public var events: AsyncStream<RealtimeEvent> { AsyncStream { $0.finish() } }
+}

@@ -1,0 +1,273 @@
+import Foundation
+import VaultStore
+
+/// Bits of `messages.flags`, computed when a message is written, so the cache can answer the
+/// boolean filters in SQL.
+enum MessageFlags {
+    static let hasAttachments: Int64 = 1
+    static let mentionsMe: Int64 = 2
+    static let hasMentions: Int64 = 4
+    static let hasReactions: Int64 = 8
+    static let unread: Int64 = 16
+    static let pinned: Int64 = 32
+    static let saved: Int64 = 64
+    static let deleted: Int64 = 128
+
+    static func of(_ m: BaseMessage, me: String) -> Int64 {
+        var flags: Int64 = 0
+        if let media = m as? MediaMessage, !media.attachments.isEmpty { flags |= hasAttachments }
+        if m.mentionedMe { flags |= mentionsMe }
+        if !m.mentionedUsers.isEmpty { flags |= hasMentions }
+        if !m.reactions.isEmpty { flags |= hasReactions }
+        if m.readByMeAt == 0 && m.senderUid != me { flags |= unread }
+        if m.pinnedAt > 0 { flags |= pinned }
+        if m.savedAt > 0 { flags |= saved }
+        if m.deletedAt > 0 { flags |= deleted }
+        return flags
+    }
+}
+
+/// The cached form of a `MessageQuery`: the part SQL answers, and the part Swift checks on the
+/// decoded message. Built only when every active filter is locally computable.
+struct CachedMessageFilter: Sendable {
+    var conversationId: String?
+    var parentId: Int?
+    var hideReplies = false
+    var categories: [String] = []
+    var types: [String] = []
+    var requiredFlags: Int64 = 0
+    var excludedFlags: Int64 = 0
+    var tags: Set<String> = []
+    var mentionedUIDs: Set<String> = []
+    var attachmentTypes: Set<String> = []
+    var hideMessagesFromBlockedUsers = false
+
+    var needsSwiftCheck: Bool {
+        !tags.isEmpty || !mentionedUIDs.isEmpty || !attachmentTypes.isEmpty || hideMessagesFromBlockedUsers
+    }
+
+    /// The cached filter for a query, or nil when a server-only predicate is active (then the
+    /// cached page is empty).
+    init?(_ q: MessageQuery, me: String) {
+        if q.searchKeyword.map({ !$0.isEmpty }) == true || q.hasLinks || q.updatesOnly || q.updatedAfter != nil
+            || q.interactionGoalCompletedOnly { return nil }
+        if case .group = q.scope, q.senderUid != nil { return nil }
+        conversationId = q.scope.map { MessageRows.conversationId(for: $0, me: me) }
+        parentId = q.parentMessageId
+        hideReplies = q.hideReplies
+        categories = q.categories
+        types = q.types
+        if q.unread { requiredFlags |= MessageFlags.unread }
+        if q.hasMentions { requiredFlags |= MessageFlags.hasMentions }
+        if q.myMentionsOnly { requiredFlags |= MessageFlags.mentionsMe }
+        if q.hasAttachments { requiredFlags |= MessageFlags.hasAttachments }
+        if q.hasReactions { requiredFlags |= MessageFlags.hasReactions }
+        if q.pinned { requiredFlags |= MessageFlags.pinned }
+        if q.saved { requiredFlags |= MessageFlags.saved }
+        if q.hideDeleted { excludedFlags |= MessageFlags.deleted }
+        tags = Set(q.tags)
+        mentionedUIDs = Set(q.mentionedUIDs)
+        attachmentTypes = Set(q.attachmentTypes.map(\.rawValue))
+        hideMessagesFromBlockedUsers = q.hideMessagesFromBlockedUsers
+    }
+
+    /// The WHERE clause (without the cursor) and its values.
+    func sql() -> (String, [DatabaseValue]) {
+        var clauses = ["server_id IS NOT NULL"]
+        var values: [DatabaseValue] = []
+        if let conversationId {
+            clauses.append("conversation_id = ?")
+            values.append(.text(conversationId))
+        }
+        if let parentId {
+            clauses.append("parent_id = ?")
+            values.append(.int(Int64(parentId)))
+        } else if hideReplies {
+            clauses.append("parent_id = 0")
+        }
+        if !categories.isEmpty {
+            clauses.append("category IN (\(Array(repeating: "?", count: categories.count).joined(separator: ",")))")
+            values += categories.map { .text($0) }
+        }
+        if !types.isEmpty {
+            clauses.append("type IN (\(Array(repeating: "?", count: types.count).joined(separator: ",")))")
+            values += types.map { .text($0) }
+        }
+        if requiredFlags != 0 {
+            clauses.append("(flags & ?) = ?")
+            values += [.int(requiredFlags), .int(requiredFlags)]
+        }
+        if excludedFlags != 0 {
+            clauses.append("(flags & ?) = 0")
+            values.append(.int(excludedFlags))
+        }
+        return (clauses.joined(separator: " AND "), values)
+    }
+
+    /// The checks SQL cannot make, on the decoded message.
+    func admits(_ m: BaseMessage, blocked: Set<String>) -> Bool {
+        if !tags.isEmpty, Set(m.tags ?? []).isDisjoint(with: tags) { return false }
+        if !mentionedUIDs.isEmpty, Set(m.mentionedUsers.map(\.uid)).isDisjoint(with: mentionedUIDs) { return false }
+        if !attachmentTypes.isEmpty {
+            guard m is MediaMessage, attachmentTypes.contains(m.messageType.rawValue) else { return false }
+        }
+        if hideMessagesFromBlockedUsers, blocked.contains(m.senderUid) { return false }
+        return true
+    }
+}
+
+/// Rows of the `messages` table.
+enum MessageRows {
+    /// The SDK's conversation ids: `<uid>_user_<uid>` (sorted) or `group_<guid>`.
+    static func conversationId(for scope: MessageScope, me: String) -> String {
+        switch scope {
+        case .user(let uid): return [me, uid].sorted().joined(separator: "_user_")
+        case .group(let guid): return "group_\(guid)"
+        }
+    }
+
+    static let statusCodes: [MessageStatus] = [.pending, .sending, .sent, .delivered, .read, .failed]
+
+    /// The lifecycle status of a server message as the logged-in user sees it.
+    static func status(of m: BaseMessage, me: String) -> MessageStatus {
+        guard m.senderUid == me else { return .sent }
+        if m.readAt > 0 { return .read }
+        if m.deliveredAt > 0 { return .delivered }
+        return .sent
+    }
+
+    /// Inserts or updates a server message (by server id), keeping its local id when it has one.
+    static func upsert(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, in db: Database) throws {
+        let payload = DatabaseValue.blob(BinaryJSON.encode(wire))
+        let status = Int64(statusCodes.firstIndex(of: status(of: m, me: me)) ?? 2)
+        let sourceCode: Int64 = source == .sync ? 1 : 0
+        let flags = MessageFlags.of(m, me: me)
+        let values: [DatabaseValue] = [
+            .text(m.conversationId), .int(Int64(m.parentMessageId)), .text(m.senderUid), .text(m.receiverUid),
+            .text(m.receiverType.rawValue), .text(m.messageCategory.rawValue), .text(wire["type"]?.stringValue ?? m.messageType.rawValue),
+            .int(Int64(m.sentAt)), .int(Int64(m.updatedAt)), .int(Int64(m.deletedAt)), .int(status), .int(sourceCode),
+            .int(flags), payload,
+        ]
+        let update = try db.cached("""
+            UPDATE messages SET conversation_id = ?, parent_id = ?, sender_id = ?, receiver_id = ?, receiver_type = ?,
+                category = ?, type = ?, sent_at = ?, updated_at = ?, deleted_at = ?, status = ?, source = ?, flags = ?, payload = ?
+            WHERE server_id = ?
+            """)
+        try update.bind(values + [.int(Int64(m.id))])
+        while try update.step() {}
+        if db.changes > 0 { return }
+        let insert = try db.cached("""
+            INSERT INTO messages (conversation_id, parent_id, sender_id, receiver_id, receiver_type, category, type, sent_at,
+                updated_at, deleted_at, status, source, flags, payload, server_id, local_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        try insert.bind(values + [.int(Int64(m.id)), m.localMessageId.map { .text($0) } ?? .null])
+        while try insert.step() {}
+    }
+
+    static let columns = "payload, status, source, local_id, sent_at, server_id"
+
+    /// Decodes a row selected with `columns`.
+    static func decode(_ stmt: Statement, _ decoder: WireDecoder) throws -> BaseMessage {
+        guard let bytes = stmt.blob(0) else { throw BinaryJSON.Malformed() }
+        let message = try decoder.message(try BinaryJSON.decode(bytes))
+        let status = stmt.int(1)
+        message.messageStatus = statusCodes.indices.contains(status) ? statusCodes[status] : .sent
+        message.source = stmt.int(2) == 1 ? .sync : .realtime
+        if let local = stmt.text(3) { message.localMessageId = local }
+        return message
+    }
+
+    /// The blocked users' uids (for "hide messages from blocked users").
+    static func blockedUids(_ db: Database) throws -> Set<String> {
+        Set(try db.texts("SELECT uid FROM blocked_users"))
+    }
+
+    /// One cached page: up to `limit` messages strictly beyond `cursor` in `direction`, in
+    /// ascending time order, matching `filter`.
+    static func page(_ filter: CachedMessageFilter, direction: PageDirection, cursor: MessageCursor?, limit: Int,
+                     decoder: WireDecoder, in db: Database) throws -> [BaseMessage] {
+        guard limit > 0 else { return [] }
+        let (whereClause, values) = filter.sql()
+        let blocked = filter.hideMessagesFromBlockedUsers ? try blockedUids(db) : []
+        let older = direction == .previous
+        let order = older ? "DESC" : "ASC"
+        var bound = cursor
+        var out: [BaseMessage] = []
+        // Swift-side filters may reject rows: read in batches until the page is full.
+        let batch = filter.needsSwiftCheck ? max(limit * 4, 64) : limit
+        while out.count < limit {
+            var clauses = whereClause
+            var args = values
+            if let bound {
+                clauses += older ? " AND (sent_at < ? OR (sent_at = ? AND server_id < ?))" : " AND (sent_at > ? OR (sent_at = ? AND server_id > ?))"
+                args += [.int(Int64(bound.sentAt)), .int(Int64(bound.sentAt)), .int(Int64(bound.id))]
+            }
+            let stmt = try db.cached("SELECT \(columns) FROM messages WHERE \(clauses) ORDER BY sent_at \(order), server_id \(order) LIMIT \(batch)")
+            try stmt.bind(args)
+            var read = 0
+            while try stmt.step() {
+                read += 1
+                bound = MessageCursor(sentAt: stmt.int(4), id: stmt.int(5))
+                let message = try decode(stmt, decoder)
+                if !filter.needsSwiftCheck || filter.admits(message, blocked: blocked) {
+                    out.append(message)
+                    if out.count == limit { break }
+                }
+            }
+            stmt.reset()
+            if read < batch { break }
+        }
+        return older ? out.reversed() : out
+    }
+
+    /// Deletes cached messages the server's page shows no longer exist: within the slice the page
+    /// covers (from the request's cursor to the page's far end, or to the end of history when the
+    /// page was short), every cached message that matches the same filter and is not in the page.
+    static func reconcile(_ filter: CachedMessageFilter, direction: PageDirection, cursor: MessageCursor?, limit: Int,
+                          server: [BaseMessage], decoder: WireDecoder, in db: Database) throws {
+        let keep = Set(server.map(\.id))
+        let full = server.count >= limit
+        let older = direction == .previous
+        var clauses = filter.sql().0
+        var args = filter.sql().1
+        if let cursor {
+            clauses += older ? " AND (sent_at < ? OR (sent_at = ? AND server_id < ?))" : " AND (sent_at > ? OR (sent_at = ? AND server_id > ?))"
+            args += [.int(Int64(cursor.sentAt)), .int(Int64(cursor.sentAt)), .int(Int64(cursor.id))]
+        }
+        if full, let edge = older ? server.min(by: { ($0.sentAt, $0.id) < ($1.sentAt, $1.id) }) : server.max(by: { ($0.sentAt, $0.id) < ($1.sentAt, $1.id) }) {
+            clauses += older ? " AND (sent_at > ? OR (sent_at = ? AND server_id >= ?))" : " AND (sent_at < ? OR (sent_at = ? AND server_id <= ?))"
+            args += [.int(Int64(edge.sentAt)), .int(Int64(edge.sentAt)), .int(Int64(edge.id))]
+        }
+        let blocked = filter.hideMessagesFromBlockedUsers ? try blockedUids(db) : []
+        let stmt = try db.prepare("SELECT \(columns) FROM messages WHERE \(clauses)")
+        try stmt.bind(args)
+        var gone: [Int64] = []
+        while try stmt.step() {
+            let id = stmt.int(5)
+            guard !keep.contains(id) else { continue }
+            if filter.needsSwiftCheck, let message = try? decode(stmt, decoder), !filter.admits(message, blocked: blocked) { continue }
+            gone.append(Int64(id))
+        }
+        for id in gone { try db.run("DELETE FROM messages WHERE server_id = ?", .int(id)) }
+    }
+
+    /// The cached message with this server id.
+    static func message(id: Int, decoder: WireDecoder, in db: Database) throws -> BaseMessage? {
+        let stmt = try db.cached("SELECT \(columns) FROM messages WHERE server_id = ?")
+        try stmt.bind([.int(Int64(id))])
+        defer { stmt.reset() }
+        return try stmt.step() ? try decode(stmt, decoder) : nil
+    }
+
+    /// The sent time of a cached message (a starting point for `set(messageID:)`).
+    static func sentAt(ofMessage id: Int, in db: Database) throws -> Int? {
+        try db.scalarInt("SELECT sent_at FROM messages WHERE server_id = ?", .int(Int64(id))).map(Int.init)
+    }
+
+    /// Records that a conversation was opened now (for `cacheDurationDays`).
+    static func markOpened(_ conversationId: String, at time: Date, in db: Database) throws {
+        try db.run("INSERT OR REPLACE INTO conversation_opened (conversation_id, opened_at) VALUES (?, ?)",
+                   .text(conversationId), .int(Int64(time.timeIntervalSince1970)))
+    }
+}
