@@ -141,7 +141,10 @@ public final class OfflineVault: Sendable {
             // The server session starts beside the cache; offline it simply fails and reads fall
             // back to the cache.
             let backend = self.backend
-            Task { _ = try? await backend.login(userId: userId) }
+            Task {
+                guard (try? await backend.login(userId: userId)) != nil else { return }
+                await self.sessionStarted()
+            }
             // Only this first open of a login counts toward escalation.
             self.attemptOpen(generation: generation, countsTowardEscalation: true, done: done)
         }
