@@ -121,6 +121,20 @@ public protocol ChatBackend: Sendable {
     /// Sends a message. Idempotent by `localMessageId`: sending the same id again returns the
     /// message already stored, never a second copy.
     func send(_ message: JSONValue, localMessageId: String) async throws(BackendError) -> JSONValue
+    /// Edits a message the user sent: `changes` holds the outgoing fields to replace (`data.text`,
+    /// `data.metadata`, `data.customData`, `tags`…). Answers the edited message. Never queued: the
+    /// engine writes the answer to the cache only once the server has accepted the edit.
+    func editMessage(id: Int, changes: JSONValue) async throws(BackendError) -> JSONValue
+    /// Deletes a message; answers it as deleted (`deletedAt`, `deletedBy`). Never queued.
+    func deleteMessage(id: Int) async throws(BackendError) -> JSONValue
+    /// Adds the user's reaction to a message; answers the message with its reactions. Adding one
+    /// the user already has changes nothing. Never queued.
+    func addReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue
+    /// Removes the user's reaction; answers the message with its reactions. Never queued.
+    func removeReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue
+    /// Uploads the file at `path` to hosted storage and answers its attachment (`name`, `extension`,
+    /// `mimeType`, `url`, `size`), ready to go into a media message's `data.attachments`.
+    func uploadMedia(path: String, name: String, mimeType: String) async throws(BackendError) -> JSONValue
     /// Blocks users; the answer maps each uid to success.
     func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool]
     func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool]
@@ -136,6 +150,8 @@ public protocol ChatBackend: Sendable {
     // Realtime
     func connect() async throws(BackendError)
     func disconnect() async
-    /// The realtime events of this connection (one stream per backend; it ends at logout).
+    /// The realtime events of this backend's connection: one stream for the backend's whole life
+    /// (across logout and login), iterated by one engine at a time; `.connected` and
+    /// `.disconnected` mark each connection.
     var events: AsyncStream<RealtimeEvent> { get }
 }

@@ -19,6 +19,11 @@ public struct UnreachableBackend: ChatBackend {
     public func message(id: Int) async throws(BackendError) -> JSONValue { throw .unreachable }
     public func conversation(with id: String, type: ConversationType) async throws(BackendError) -> JSONValue { throw .unreachable }
     public func send(_ message: JSONValue, localMessageId: String) async throws(BackendError) -> JSONValue { throw .unreachable }
+    public func editMessage(id: Int, changes: JSONValue) async throws(BackendError) -> JSONValue { throw .unreachable }
+    public func deleteMessage(id: Int) async throws(BackendError) -> JSONValue { throw .unreachable }
+    public func addReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue { throw .unreachable }
+    public func removeReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue { throw .unreachable }
+    public func uploadMedia(path: String, name: String, mimeType: String) async throws(BackendError) -> JSONValue { throw .unreachable }
     public func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { throw .unreachable }
     public func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { throw .unreachable }
     public func changes(since: Int64, limit: Int) async throws(BackendError) -> ChangeLogPage { throw .unreachable }
