@@ -72,9 +72,11 @@ final class ErrorCodeTests: XCTestCase {
         let constants = OfflineErrorCode.allCases.filter(\.isCometChatConstantsError).map(\.rawValue)
         XCTAssertEqual(constants, referenceCodes)
         XCTAssertEqual(Set(OfflineErrorCode.allCases.map(\.rawValue)),
-                       Set(referenceCodes + ["ERROR_MEDIA_DOWNLOAD_FAILED", "ERROR_INVALID_SERVER_RESPONSE"]))
-        XCTAssertEqual(OfflineErrorCode.allCases.count, 18)
+                       Set(referenceCodes + ["ERROR_MEDIA_DOWNLOAD_FAILED", "ERROR_INVALID_SERVER_RESPONSE", "ERROR_INVALID_MESSAGE",
+                                               "ERROR_REQUEST_TIMEOUT"]))
+        XCTAssertEqual(OfflineErrorCode.allCases.count, 20)
         XCTAssertFalse(OfflineErrorCode.invalidServerResponse.isCometChatConstantsError, "ChatVault's own code")
+        XCTAssertFalse(OfflineErrorCode.invalidMessage.isCometChatConstantsError, "ChatVault's own code")
     }
 
     func testOfflineErrorCodeRawValuesMatchTheConstants() {

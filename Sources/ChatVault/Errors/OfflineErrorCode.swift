@@ -50,8 +50,15 @@ public enum OfflineErrorCode: String, Sendable, Codable, CaseIterable {
     /// ChatVault's own: the server answered with a payload the engine refused (a missing field,
     /// a huge string, a wrong type). Nothing of it reached the cache.
     case invalidServerResponse = "ERROR_INVALID_SERVER_RESPONSE"
+    /// ChatVault's own: a send was refused before anything was stored (empty text, a custom
+    /// message without data, a missing receiver, an oversized field).
+    case invalidMessage = "ERROR_INVALID_MESSAGE"
+    /// ChatVault's own: a queued message got no answer from the server after 5 automatic
+    /// attempts and failed `.transient` (retry it with `retryMessage`).
+    case requestTimedOut = "ERROR_REQUEST_TIMEOUT"
 
     /// Whether the code is one of `CometChatConstants.Errors` (every case but
-    /// ``mediaDownloadFailed`` and ``invalidServerResponse``).
-    public var isCometChatConstantsError: Bool { self != .mediaDownloadFailed && self != .invalidServerResponse }
+    /// ``mediaDownloadFailed`` and ChatVault's own ``invalidServerResponse``, ``invalidMessage``,
+    /// ``requestTimedOut``).
+    public var isCometChatConstantsError: Bool { ![.mediaDownloadFailed, .invalidServerResponse, .invalidMessage, .requestTimedOut].contains(self) }
 }

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// A message (`BaseMessage`); its subclasses carry the content.
 ///
 /// The offline fields of the seeds: `localMessageId` (the outbox handle, stable from compose to
@@ -79,12 +81,28 @@ public final class TextMessage: BaseMessage, @unchecked Sendable {
 public final class MediaMessage: BaseMessage, @unchecked Sendable {
     public var caption: String?
     public internal(set) var attachment: Attachment?
-    public internal(set) var attachments: [Attachment] = []
-    /// A local file to upload (for sends).
+    /// Files already uploaded (an `UploadFileRequest`'s attachments, or a received message's):
+    /// sent as they are, with nothing copied.
+    public var attachments: [Attachment] = [] {
+        didSet { attachment = attachments.first }
+    }
+    /// A local file to upload (for sends), as a path or a `file://` URL.
     public var filePath: String?
+    /// Local files to upload. A persistent send copies them into the cache before it reports
+    /// pending, so the message survives a restart; the originals are not touched.
+    public var files: [URL] = []
 
     public init(receiverUid: String, fileurl: String?, messageType: MessageType, receiverType: ReceiverType) {
         filePath = fileurl
+        super.init(receiverUid: receiverUid, messageType: messageType, receiverType: receiverType)
+    }
+
+    /// A media message with local files to upload.
+    ///
+    ///     let photo = MediaMessage(receiverUid: "bob", files: [URL(fileURLWithPath: "/tmp/a.jpg")],
+    ///                              messageType: .image, receiverType: .user)
+    public init(receiverUid: String, files: [URL], messageType: MessageType, receiverType: ReceiverType) {
+        self.files = files
         super.init(receiverUid: receiverUid, messageType: messageType, receiverType: receiverType)
     }
 }

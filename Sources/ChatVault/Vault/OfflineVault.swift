@@ -78,6 +78,10 @@ public final class OfflineVault: Sendable {
     private let session = Mutex(Session())
     /// An eviction run is scheduled (see `scheduleEviction`).
     let evictionPending = Mutex(false)
+    /// The outbox's live sends, claims and passes (the rows are in the cache).
+    let outbox = OutboxCore()
+    /// The server session and realtime connection.
+    let link = LinkCore()
     /// Login, logout, retries and clears run one at a time, in order, on this queue.
     private let lifecycle = DispatchQueue(label: "chatvault.lifecycle")
 
@@ -138,13 +142,10 @@ public final class OfflineVault: Sendable {
             guard self.config.enabled else {
                 return done(OpenAttempt(state: .disabled, resets: [], notes: [], cacheId: nil))
             }
-            // The server session starts beside the cache; offline it simply fails and reads fall
-            // back to the cache.
-            let backend = self.backend
-            Task {
-                guard (try? await backend.login(userId: userId)) != nil else { return }
-                await self.sessionStarted()
-            }
+            // The server session and the realtime connection start beside the cache; offline
+            // they are retried with backoff while reads fall back to the cache.
+            self.outboxDetached()
+            self.startLink(userId: userId)
             // Only this first open of a login counts toward escalation.
             self.attemptOpen(generation: generation, countsTowardEscalation: true, done: done)
         }
@@ -152,6 +153,8 @@ public final class OfflineVault: Sendable {
 
     /// Closes the cache and keeps it (the same user's next login is instant).
     public func logout() async {
+        stopLink()
+        outboxDetached()
         await backend.logout()
         _ = await onLifecycle { done in
             self.closeLocked(state: .loggedOut)
@@ -249,10 +252,15 @@ public final class OfflineVault: Sendable {
                     return continuation.resume(returning: .failure(CometChatException(.offlineDisabled, "offline support is not active")))
                 }
                 do {
+                    // What was unsent is reported `.discarded` once the wipe has committed.
+                    let unsent = try? cache.writer.sync { db in
+                        (try OutboxRows.rows(pendingOnly: false, in: db), self.outbox.state.withLock { $0.inFlight })
+                    }
                     try cache.writer.sync { db in try CacheRows.clearAll(db) }
                     for dir in [cache.directory.media, cache.directory.outgoing] {
                         try? FileManager.default.removeItem(atPath: dir)
                     }
+                    if let unsent { self.outboxCleared(unsent.0, inFlight: unsent.1) }
                     continuation.resume(returning: .success(()))
                 } catch {
                     continuation.resume(returning: .failure(CometChatException(.offlineMessagePersistFailed, "the cache could not be cleared: \(error)")))
@@ -361,6 +369,7 @@ public final class OfflineVault: Sendable {
             guard current else { return }
             if case .unavailable = newState { self.scheduleRetry(generation: generation) }
             if let cache = report.cache, cache.needsBackgroundIntegrityCheck { self.checkInBackground(cache, generation: generation) }
+            if newState.isOfflineActive, let cache = report.cache { self.outboxAttached(cache) }
         }
     }
 

@@ -63,6 +63,11 @@ public struct VaultSettings: Sendable {
     public var clock: @Sendable () -> Date = { Date() }
     /// How long after a write-through eviction runs (writes in a burst share one run).
     public var evictionDelay: Duration = .seconds(1)
+    /// How long a new realtime connection must hold before it counts as re-established: the
+    /// outbox flushes then (a connect-then-drop flap does not flush). Default 2.5 s.
+    public var stableConnectionDelay: Duration = .milliseconds(2500)
+    /// Backoff between attempts to reach the server (login, connect) while it cannot be reached.
+    public var reconnect = RetryPolicy(initialDelay: .milliseconds(500), maximumDelay: .seconds(30))
 
     public init(applicationId: String, applicationName: String? = nil, rootDirectory: String? = nil,
                 keyStorage: [KeyStorageOption] = [.secretService()], callbackExecutor: CallbackExecutor = .main,

@@ -1,0 +1,444 @@
+import Foundation
+import VaultStore
+
+/// One step of a persistent send, as the `AsyncSequence` form yields them.
+public enum SendEvent<Message: BaseMessage>: Sendable {
+    /// Durably queued.
+    case pending(Message)
+    /// Not sent yet: queued (`ERROR_INTERNET_UNAVAILABLE`, not a failure while auto-send is on).
+    case queued(CometChatException)
+    /// Accepted by the server. The stream ends.
+    case sent(Message)
+    /// Failed, refused, evicted or not queued. The stream ends (a failed message stays in the
+    /// outbox for `retryMessage`; watch that on an `OutboxListener`).
+    case failed(CometChatException)
+}
+
+extension OfflineVault {
+    // MARK: - Persistent sends (the outbox)
+
+    /// Sends a text message through the outbox: `onMessagePending` once the message is durably
+    /// queued, then `onMessageSent` when the server accepts it. Offline, `onError` fires once with
+    /// `ERROR_INTERNET_UNAVAILABLE` (queued, not failed) and `onMessageSent` follows on reconnect.
+    /// Any other code is a real failure. An invalid message (empty text) is refused with
+    /// `ERROR_INVALID_MESSAGE` before anything is stored.
+    ///
+    ///     vault.sendTextMessage(message: TextMessage(receiverUid: "bob", text: "Hi", receiverType: .user),
+    ///                           onMessagePending: { m in show(m) }, onMessageSent: { m in confirm(m) },
+    ///                           onError: { e in if e?.errorCode != CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE { offerRetry() } })
+    public func sendTextMessage(message: TextMessage, onMessagePending: @escaping @Sendable (TextMessage) -> Void,
+                                onMessageSent: @escaping @Sendable (TextMessage) -> Void,
+                                onError: @escaping @Sendable (CometChatException?) -> Void) {
+        persistentSend(message, onPending: onMessagePending, onSent: onMessageSent, onError: onError)
+    }
+
+    /// Sends a media message through the outbox. Files given as `files` (or `filePath`) are
+    /// copied into the cache before pending is reported; a copy that fails reports only
+    /// `onError(ERROR_OFFLINE_MEDIA_COPY_FAILED)`. Already uploaded `attachments` are sent as they are.
+    public func sendMediaMessage(message: MediaMessage, onMessagePending: @escaping @Sendable (MediaMessage) -> Void,
+                                 onMessageSent: @escaping @Sendable (MediaMessage) -> Void,
+                                 onError: @escaping @Sendable (CometChatException?) -> Void) {
+        persistentSend(message, onPending: onMessagePending, onSent: onMessageSent, onError: onError)
+    }
+
+    /// Sends a custom message through the outbox; one without `customData` is refused.
+    public func sendCustomMessage(message: CustomMessage, onMessagePending: @escaping @Sendable (CustomMessage) -> Void,
+                                  onMessageSent: @escaping @Sendable (CustomMessage) -> Void,
+                                  onError: @escaping @Sendable (CometChatException?) -> Void) {
+        persistentSend(message, onPending: onMessagePending, onSent: onMessageSent, onError: onError)
+    }
+
+    /// Sends an interactive message through the outbox.
+    public func sendInteractiveMessage(message: InteractiveMessage, onMessagePending: @escaping @Sendable (InteractiveMessage) -> Void,
+                                       onMessageSent: @escaping @Sendable (InteractiveMessage) -> Void,
+                                       onError: @escaping @Sendable (CometChatException?) -> Void) {
+        persistentSend(message, onPending: onMessagePending, onSent: onMessageSent, onError: onError)
+    }
+
+    /// The persistent send as an `AsyncSequence` of its steps.
+    ///
+    ///     for await step in vault.send(TextMessage(receiverUid: "bob", text: "Hi", receiverType: .user)) {
+    ///         if case .sent(let message) = step { print(message.id) }
+    ///     }
+    public func send<Message: BaseMessage>(_ message: Message) -> AsyncStream<SendEvent<Message>> {
+        AsyncStream { continuation in
+            persistentSend(message, onPending: { continuation.yield(.pending($0)) }, onSent: { sent in
+                continuation.yield(.sent(sent))
+                continuation.finish()
+            }, onError: { error in
+                let error = error ?? CometChatException(.invalidMessage, "The message was not sent.")
+                if error.code == .internetUnavailable && message.messageStatus != .failed {
+                    continuation.yield(.queued(error))
+                } else {
+                    continuation.yield(.failed(error))
+                    continuation.finish()
+                }
+            })
+        }
+    }
+
+    func persistentSend<Message: BaseMessage>(_ message: Message, onPending: @escaping @Sendable (Message) -> Void,
+                                              onSent: @escaping @Sendable (Message) -> Void,
+                                              onError: @escaping @Sendable (CometChatException?) -> Void) {
+        let executor = settings.callbackExecutor
+        let wire: JSONValue
+        let kind: OutboxKind
+        do throws(CometChatException) {
+            wire = try OutgoingMessage.encode(message, limits: wireLimits)
+            guard let k = OutboxKind(of: message) else { throw OutgoingMessage.invalid("only text, media, custom and interactive messages can be sent") }
+            kind = k
+        } catch {
+            return executor.execute { onError(error) }
+        }
+        switch state {
+        case .ready, .plaintextFallback:
+            break
+        case .loggedOut:
+            return executor.execute { onError(CometChatException(.userNotLoggedIn, "Nobody is logged in.")) }
+        case .disabled, .onlineOnly:
+            // Offline support is not in use: the send goes straight to the server, as the classic one.
+            return directSend(message, wire: wire, kind: kind, notQueuedCode: nil, onSuccess: onSent, onError: onError)
+        case .opening, .unavailable:
+            // The cache cannot hold the message right now: send it straight away if possible and
+            // never claim it was queued.
+            return directSend(message, wire: wire, kind: kind, notQueuedCode: .offlineMessagePersistFailed, onSuccess: onSent, onError: onError)
+        }
+        message.localMessageId = UUID().uuidString.lowercased()
+        let live = LiveSend(message: message, onPending: { m in if let m = m as? Message { onPending(m) } },
+                            onSent: { m in if let m = m as? Message { onSent(m) } }, onError: onError)
+        let composedAt = settings.clock()
+        outbox.admission.async { self.admit(message, wire: wire, kind: kind, live: live, composedAt: composedAt) }
+    }
+
+    // MARK: - Classic sends (never queued)
+
+    /// Sends straight to the server; never queued, no pending stage. Offline it fails with
+    /// `ERROR_INTERNET_UNAVAILABLE`.
+    public func sendTextMessage(message: TextMessage, onSuccess: @escaping @Sendable (TextMessage) -> Void,
+                                onError: @escaping @Sendable (CometChatException?) -> Void) {
+        classicSend(message, onSuccess: onSuccess, onError: onError)
+    }
+
+    public func sendMediaMessage(message: MediaMessage, onSuccess: @escaping @Sendable (MediaMessage) -> Void,
+                                 onError: @escaping @Sendable (CometChatException?) -> Void) {
+        classicSend(message, onSuccess: onSuccess, onError: onError)
+    }
+
+    public func sendCustomMessage(message: CustomMessage, onSuccess: @escaping @Sendable (CustomMessage) -> Void,
+                                  onError: @escaping @Sendable (CometChatException?) -> Void) {
+        classicSend(message, onSuccess: onSuccess, onError: onError)
+    }
+
+    public func sendInteractiveMessage(message: InteractiveMessage, onSuccess: @escaping @Sendable (InteractiveMessage) -> Void,
+                                       onError: @escaping @Sendable (CometChatException?) -> Void) {
+        classicSend(message, onSuccess: onSuccess, onError: onError)
+    }
+
+    private func classicSend<Message: BaseMessage>(_ message: Message, onSuccess: @escaping @Sendable (Message) -> Void,
+                                                   onError: @escaping @Sendable (CometChatException?) -> Void) {
+        do throws(CometChatException) {
+            let wire = try OutgoingMessage.encode(message, limits: wireLimits)
+            guard let kind = OutboxKind(of: message) else { throw OutgoingMessage.invalid("only text, media, custom and interactive messages can be sent") }
+            directSend(message, wire: wire, kind: kind, notQueuedCode: nil, onSuccess: onSuccess, onError: onError)
+        } catch {
+            settings.callbackExecutor.execute { onError(error) }
+        }
+    }
+
+    /// A send that does not go through the outbox: uploads, sends with a one-off idempotency
+    /// key, and writes the acknowledged message through to the cache when one is open.
+    /// - Parameter notQueuedCode: reported instead of the network's code when the failure is a
+    ///   lost connection, so an offline-enabled app never reads "queued" for a message that was not.
+    private func directSend<Message: BaseMessage>(_ message: Message, wire: JSONValue, kind: OutboxKind, notQueuedCode: OfflineErrorCode?,
+                                                  onSuccess: @escaping @Sendable (Message) -> Void,
+                                                  onError: @escaping @Sendable (CometChatException?) -> Void) {
+        let executor = settings.callbackExecutor
+        let backend = self.backend
+        let limits = wireLimits
+        let localFiles = (message as? MediaMessage)?.localFiles ?? []
+        Task.detached {
+            do throws(CometChatException) {
+                var outgoing = wire
+                if !localFiles.isEmpty, case .object(var fields) = outgoing {
+                    var data = fields["data"]?.objectValue ?? [:]
+                    var attachments = data["attachments"]?.arrayValue ?? []
+                    for path in localFiles {
+                        let name = (path as NSString).lastPathComponent
+                        let answer = try await Self.call(notQueuedCode) { () async throws(BackendError) in
+                            try await backend.uploadMedia(path: path, name: name, mimeType: OutgoingCopies.mimeType(forName: name))
+                        }
+                        guard (try? WireDecoder(limits: limits).attachment(answer, path: "attachment")) != nil else {
+                            throw CometChatException(.invalidServerResponse, "The server's answer to an upload was refused.")
+                        }
+                        attachments.append(answer)
+                    }
+                    data["attachments"] = .array(attachments)
+                    fields["data"] = .object(data)
+                    outgoing = .object(fields)
+                }
+                let payload = outgoing
+                let ack = try await Self.call(notQueuedCode) { () async throws(BackendError) in
+                    try await backend.send(payload, localMessageId: "direct-" + UUID().uuidString.lowercased())
+                }
+                let decoded: BaseMessage
+                do { decoded = try WireDecoder(limits: limits).message(ack) } catch {
+                    throw CometChatException(.invalidServerResponse, "The server's acknowledgement was refused.", details: String(describing: error))
+                }
+                guard kind.matches(decoded), let typed = decoded as? Message else {
+                    throw CometChatException(.invalidServerResponse, "The server acknowledged a different kind of message.")
+                }
+                if let me = self.userId {
+                    typed.messageStatus = MessageRows.status(of: typed, me: me)
+                    if let cache = self.openCache {
+                        _ = try? await cache.writer.run { db in try MessageRows.upsert(ack, typed, me: me, source: .realtime, in: db) }
+                        self.scheduleEviction()
+                    }
+                }
+                executor.execute {
+                    message.adoptAcknowledgement(typed)
+                    onSuccess(typed)
+                }
+            } catch {
+                executor.execute { onError(error) }
+            }
+        }
+    }
+
+    /// Runs a backend call, turning its error into the exception a send reports.
+    private static func call<T: Sendable>(_ notQueuedCode: OfflineErrorCode?,
+                                          _ body: () async throws(BackendError) -> T) async throws(CometChatException) -> T {
+        do {
+            return try await body()
+        } catch {
+            switch error {
+            case .unreachable:
+                if let notQueuedCode { throw CometChatException(notQueuedCode, "The message was not sent and not queued: no connection, and the offline cache is not available.") }
+                throw CometChatException(.internetUnavailable, "No connection: the message was not sent.")
+            case .timedOut:
+                if let notQueuedCode { throw CometChatException(notQueuedCode, "The message may not have been sent (no answer), and the offline cache is not available.") }
+                throw CometChatException(.requestTimedOut, "The server did not answer; the message may not have been sent.")
+            case .server(let status, let code, _):
+                throw CometChatException(errorCode: safeCode(code), errorDescription: "The server refused the message (status \(status)).")
+            }
+        }
+    }
+
+    // MARK: - The outbox
+
+    /// The whole unsent outbox (pending, sending, failed) in compose order. `onError` gets
+    /// `ERROR_OFFLINE_MESSAGE_PERSIST_FAILED` when the cache is momentarily unavailable (never an
+    /// empty list in its place) and `ERROR_OFFLINE_DISABLED` when offline support is not running.
+    public func getPendingMessages(onSuccess: @escaping @Sendable ([BaseMessage]) -> Void,
+                                   onError: @escaping @Sendable (CometChatException) -> Void) {
+        let executor = settings.callbackExecutor
+        Task.detached {
+            do throws(CometChatException) {
+                let messages = try await self.pendingMessages()
+                executor.execute { onSuccess(messages) }
+            } catch {
+                executor.execute { onError(error) }
+            }
+        }
+    }
+
+    /// The outbox, synchronously. Deprecated: an unreadable outbox answers an empty list.
+    @available(*, deprecated, message: "Use getPendingMessages(onSuccess:onError:) or pendingMessages(): this form cannot tell an empty outbox from an unreadable one.")
+    public func getPendingMessages() -> [BaseMessage] {
+        guard let cache = openCache else { return [] }
+        guard let (rows, inFlight) = try? cache.writer.sync({ db in
+            (try OutboxRows.rows(pendingOnly: false, in: db), self.outbox.state.withLock { $0.inFlight })
+        }) else { return [] }
+        return messages(of: rows, inFlight: inFlight)
+    }
+
+    /// The outbox (async form of `getPendingMessages(onSuccess:onError:)`).
+    public func pendingMessages() async throws(CometChatException) -> [BaseMessage] {
+        let cache = try outboxCache()
+        do {
+            let (rows, inFlight) = try await cache.writer.run { db in
+                (try OutboxRows.rows(pendingOnly: false, in: db), self.outbox.state.withLock { $0.inFlight })
+            }
+            return messages(of: rows, inFlight: inFlight)
+        } catch {
+            throw CometChatException(.offlineMessagePersistFailed, "The outbox could not be read just now. Try again.")
+        }
+    }
+
+    private func messages(of rows: [OutboxRow], inFlight: Set<String>) -> [BaseMessage] {
+        rows.compactMap { row in
+            pendingMessage(row, status: row.state == .failed ? .failed : (inFlight.contains(row.localId) ? .sending : .pending))
+        }
+    }
+
+    /// The open cache for an outbox operation, or the rejection.
+    func outboxCache() throws(CometChatException) -> VaultCache {
+        switch state {
+        case .ready, .plaintextFallback:
+            if let cache = openCache { return cache }
+            throw CometChatException(.offlineMessagePersistFailed, "The offline cache is not available just now. Try again.")
+        case .opening, .unavailable:
+            throw CometChatException(.offlineMessagePersistFailed, "The offline cache is not available just now. Try again.")
+        case .loggedOut, .disabled, .onlineOnly:
+            throw CometChatException(.offlineDisabled, "Offline support is not running.")
+        }
+    }
+
+    /// Re-attempts one unsent message now: a failed one goes back to pending first. `onSuccess`
+    /// fires when it is sent; `onError` gets a rejection (`IN_FLIGHT`, `NOT_FOUND`, `DISABLED`,
+    /// `PERSIST_FAILED`, changing nothing) or that attempt's error.
+    public func retryMessage(_ localMessageId: String, onSuccess: @escaping @Sendable () -> Void,
+                             onError: @escaping @Sendable (CometChatException) -> Void) {
+        let executor = settings.callbackExecutor
+        Task.detached {
+            do throws(CometChatException) {
+                try await self.retry(localMessageId, waiter: RetryWaiter(onSuccess: onSuccess, onError: onError))
+            } catch {
+                executor.execute { onError(error) }
+            }
+        }
+    }
+
+    /// Fire-and-forget retry of a message from the outbox (or a failed send's message).
+    public func retryMessage(_ message: BaseMessage) {
+        guard let localId = message.localMessageId else { return }
+        Task.detached { try? await self.retry(localId, waiter: nil) }
+    }
+
+    /// Retries every message that failed `.transient`; `.permanent` ones (and refusals, which have
+    /// no row) are skipped. Watch the outcome on an `OutboxListener`.
+    public func retryAllFailedMessages() {
+        Task.detached {
+            guard let cache = try? self.outboxCache() else { return }
+            let now = Int64(self.settings.clock().timeIntervalSince1970 * 1000)
+            guard let rows = try? await cache.writer.run({ db -> [OutboxRow] in
+                let failed = try OutboxRows.rows(pendingOnly: false, in: db).filter { $0.state == .failed && $0.failureReason == .transient }
+                try db.transaction { for row in failed { try OutboxRows.markPending(row.localId, at: now, in: db) } }
+                return failed
+            }) else { return }
+            for row in rows { self.reportPendingAgain(row) }
+            if !rows.isEmpty { self.requestPass(targets: Set(rows.map(\.localId))) }
+        }
+    }
+
+    func retry(_ localId: String, waiter: RetryWaiter?) async throws(CometChatException) {
+        let cache = try outboxCache()
+        guard !localId.isEmpty else { throw Self.notFound }
+        let now = Int64(settings.clock().timeIntervalSince1970 * 1000)
+        let outcome: Result<OutboxRow?, CometChatException>
+        do {
+            outcome = try await cache.writer.run { db -> Result<OutboxRow?, CometChatException> in
+                guard let row = try OutboxRows.row(localId, in: db) else { return .failure(Self.notFound) }
+                if self.outbox.state.withLock({ $0.inFlight.contains(localId) }) { return .failure(Self.inFlight) }
+                if row.state == .failed { try OutboxRows.markPending(localId, at: now, in: db) }
+                self.outbox.state.withLock { s in
+                    if let waiter { s.waiters[localId, default: []].append(waiter) }
+                    s.live[localId]?.notified = false
+                }
+                return .success(row.state == .failed ? row : nil)
+            }
+        } catch {
+            throw CometChatException(.offlineMessagePersistFailed, "The outbox could not be changed just now. Try again.")
+        }
+        if let wasFailed = try outcome.get() { reportPendingAgain(wasFailed) }
+        requestPass(targets: [localId])
+    }
+
+    /// A failed message back to pending: the listeners hear `onOutboxMessagePending`.
+    private func reportPendingAgain(_ row: OutboxRow) {
+        let live = outbox.state.withLock { $0.live[row.localId] }
+        guard let message = live?.message ?? pendingMessage(row, status: .pending) else { return }
+        let listeners = outbox.listeners.live()
+        settings.callbackExecutor.execute {
+            message.messageStatus = .pending
+            message.failureReason = nil
+            for listener in listeners { listener.onOutboxMessagePending(message) }
+        }
+    }
+
+    /// Deletes an unsent (pending or failed) message and its copied media. The original send's
+    /// closures get no final outcome and no outbox event fires. Rejected with `IN_FLIGHT` while
+    /// its request is outstanding, `NOT_FOUND`, `DISABLED` or `PERSIST_FAILED`.
+    public func discardLocalMessage(_ localMessageId: String, onSuccess: @escaping @Sendable () -> Void,
+                                    onError: @escaping @Sendable (CometChatException) -> Void) {
+        let executor = settings.callbackExecutor
+        Task.detached {
+            do throws(CometChatException) {
+                try await self.discard(localMessageId)
+                executor.execute { onSuccess() }
+            } catch {
+                executor.execute { onError(error) }
+            }
+        }
+    }
+
+    /// Async form of `discardLocalMessage(_:onSuccess:onError:)`.
+    public func discard(_ localMessageId: String) async throws(CometChatException) {
+        let cache = try outboxCache()
+        guard !localMessageId.isEmpty else { throw Self.notFound }
+        let outcome: Result<Void, CometChatException>
+        do {
+            outcome = try await cache.writer.run { db -> Result<Void, CometChatException> in
+                guard try OutboxRows.row(localMessageId, in: db) != nil else { return .failure(Self.notFound) }
+                if self.outbox.state.withLock({ $0.inFlight.contains(localMessageId) }) { return .failure(Self.inFlight) }
+                try db.transaction { try OutboxRows.delete(localMessageId, in: db) }
+                self.outbox.state.withLock { s in
+                    s.live[localMessageId] = nil
+                    s.waiters[localMessageId] = nil
+                }
+                return .success(())
+            }
+        } catch {
+            throw CometChatException(.offlineMessagePersistFailed, "The outbox could not be changed just now. Try again.")
+        }
+        try outcome.get()
+        OutgoingCopies.remove(localId: localMessageId, in: cache.directory)
+    }
+
+    static let notFound = CometChatException(.offlineMessageNotFound, "No unsent message has that local id.")
+    static let inFlight = CometChatException(.offlineMessageInFlight, "The message is being sent now.")
+
+    /// Registers an outbox listener (held weakly; one per id).
+    public func addOutboxListener(_ id: String, _ listener: any OutboxListener) {
+        outbox.listeners.add(id, listener)
+    }
+
+    public func removeOutboxListener(_ id: String) {
+        outbox.listeners.remove(id)
+    }
+
+    // MARK: - Lifecycle hooks
+
+    /// A cache became active: forget copies nobody needs, tell live sends whose rows a reset
+    /// lost, and flush if the connection already held.
+    func outboxAttached(_ cache: VaultCache) {
+        outbox.admission.async {
+            guard let rows = try? cache.writer.sync({ db in try OutboxRows.rows(pendingOnly: false, in: db) }) else { return }
+            let kept = Set(rows.map(\.localId))
+            OutgoingCopies.removeOrphans(keeping: kept, in: cache.directory)
+            let lost = self.outbox.state.withLock { s in s.live.filter { !kept.contains($0.key) } }
+            for (localId, live) in lost {
+                let row = OutboxRow(localId: localId, seq: 0, conversationId: live.message.conversationId, kind: OutboxKind(of: live.message) ?? .text,
+                                    state: .pending, failureReason: nil, attempts: 0, createdAt: 0, message: .null, senderUid: "", files: [])
+                self.report(row, failed: .discarded, Self.exception(for: .discarded), final: true)
+            }
+            if self.isConnectionStable { self.connectionBecameStable() }
+        }
+    }
+
+    /// Logout: the closures of sends in flight are forgotten (their messages stay queued in the
+    /// user's cache and go at that user's next login).
+    func outboxDetached() {
+        outbox.state.withLock { s in
+            s.live.removeAll()
+            s.waiters.removeAll()
+        }
+    }
+
+    /// `clearOfflineCache`: the unsent messages that were wiped fail `.discarded`. Messages on the
+    /// wire at that moment report their own outcome.
+    func outboxCleared(_ rows: [OutboxRow], inFlight: Set<String>) {
+        for row in rows where !inFlight.contains(row.localId) {
+            report(row, failed: .discarded, Self.exception(for: .discarded), final: true)
+        }
+    }
+}

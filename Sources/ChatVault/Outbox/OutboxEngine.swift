@@ -1,0 +1,469 @@
+import Foundation
+import Synchronization
+import VaultStore
+
+/// The closures of a send made in this process (they do not survive a restart).
+struct LiveSend: Sendable {
+    let message: BaseMessage
+    let onPending: @Sendable (BaseMessage) -> Void
+    let onSent: @Sendable (BaseMessage) -> Void
+    let onError: @Sendable (CometChatException?) -> Void
+    /// Told "queued, not failed" (`ERROR_INTERNET_UNAVAILABLE`) since its last attempt began.
+    var notified = false
+}
+
+/// A `retryMessage(_:onSuccess:onError:)` waiting for its attempt's outcome.
+struct RetryWaiter: Sendable {
+    let onSuccess: @Sendable () -> Void
+    let onError: @Sendable (CometChatException) -> Void
+}
+
+/// The outbox's in-memory state; the messages themselves are rows in the cache.
+final class OutboxCore: Sendable {
+    struct State {
+        var live: [String: LiveSend] = [:]
+        /// Local ids on the wire now. Changed only inside writer-queue blocks, so a discard or an
+        /// eviction (which also run there) sees a consistent picture.
+        var inFlight: Set<String> = []
+        var waiters: [String: [RetryWaiter]] = [:]
+        var passRunning = false
+        var wantAll = false
+        var wantTargets: Set<String> = []
+    }
+
+    let state = Mutex(State())
+    let listeners = ListenerRegistry<any OutboxListener>()
+    /// New sends are admitted one at a time, in call order: that is compose order.
+    let admission = DispatchQueue(label: "chatvault.outbox.admission")
+}
+
+/// Automatic attempts that get no answer before a queued message fails `.transient`.
+let maximumNoAnswerAttempts = 5
+
+/// How one attempt at sending a row ended.
+enum AttemptOutcome: Sendable {
+    case sent
+    /// Failed (recorded and reported).
+    case failed
+    /// Discarded, evicted or already handled meanwhile.
+    case gone
+    /// Still pending: no answer, or the acknowledgement could not be stored. Later messages of
+    /// the same conversation wait behind it.
+    case waiting
+    /// The server cannot be reached: the pass stops.
+    case noConnection
+}
+
+extension OfflineVault {
+    // MARK: - Admission
+
+    /// Validates, copies media, commits the row durably, then reports pending (or the refusal),
+    /// and asks for an attempt. Runs on the admission queue.
+    func admit(_ message: BaseMessage, wire: JSONValue, kind: OutboxKind, live: LiveSend, composedAt: Date) {
+        let executor = settings.callbackExecutor
+        guard let localId = message.localMessageId, let cache = openCache, let me = userId else {
+            let error = CometChatException(.offlineMessagePersistFailed, "The message was not queued: the offline cache is not available. Try again.")
+            return executor.execute { live.onError(error) }
+        }
+        let scope: MessageScope = message.receiverType == .group ? .group(message.receiverUid) : .user(message.receiverUid)
+        var files: [OutgoingFile] = []
+        if let media = message as? MediaMessage, !media.localFiles.isEmpty {
+            do {
+                files = try OutgoingCopies.copy(media.localFiles, localId: localId, into: cache.directory)
+            } catch {
+                executor.execute {
+                    message.messageStatus = .failed
+                    message.failureReason = .permanent
+                    live.onError(error)
+                }
+                return
+            }
+        }
+        let createdAt = Int64((composedAt.timeIntervalSince1970 * 1000).rounded())
+        let row = OutboxRow(localId: localId, seq: 0, conversationId: MessageRows.conversationId(for: scope, me: me), kind: kind,
+                            state: .pending, failureReason: nil, attempts: 0, createdAt: createdAt, message: wire, senderUid: me, files: files)
+        let capacity = config.maxPendingMessages
+        let policy = config.pendingQueueOverflowPolicy
+        let budget: Int64? = config.maxMediaCacheSize > 0 ? config.maxMediaCacheSize : nil
+        let outcome: (EnqueueOutcome, [String])
+        do {
+            outcome = try cache.writer.sync { db -> (EnqueueOutcome, [String]) in
+                var row = row
+                row.seq = try OutboxRows.nextSeq(in: db)
+                let inFlight = self.outbox.state.withLock { $0.inFlight }
+                var remove: [String] = []
+                let result = try OutboxRows.enqueue(row, capacity: capacity, policy: policy, inFlight: inFlight,
+                                                    mediaBudget: budget, removeFiles: &remove, in: db)
+                if case .queued = result {
+                    self.outbox.state.withLock { $0.live[localId] = live }
+                }
+                return (result, remove)
+            }
+        } catch {
+            OutgoingCopies.remove(localId: localId, in: cache.directory)
+            let failure = CometChatException(.offlineMessagePersistFailed, "The message was not queued: the offline cache refused the write. Try again.")
+            return executor.execute { live.onError(failure) }
+        }
+        OutgoingCopies.removeFiles(outcome.1, in: cache.directory)
+        switch outcome.0 {
+        case .refused(let reason):
+            OutgoingCopies.remove(localId: localId, in: cache.directory)
+            let listeners = outbox.listeners.live()
+            let error = Self.exception(for: reason)
+            executor.execute {
+                message.messageStatus = .pending
+                live.onPending(message)
+                for listener in listeners { listener.onOutboxMessagePending(message) }
+                message.messageStatus = .failed
+                message.failureReason = reason
+                live.onError(error)
+                for listener in listeners { listener.onOutboxMessageFailed(message, reason) }
+            }
+        case .queued(let evicted):
+            let listeners = outbox.listeners.live()
+            executor.execute {
+                message.messageStatus = .pending
+                message.stampPending(senderUid: me, conversationId: row.conversationId, composedAt: composedAt)
+                live.onPending(message)
+                for listener in listeners { listener.onOutboxMessagePending(message) }
+            }
+            if let evicted {
+                OutgoingCopies.remove(localId: evicted.localId, in: cache.directory)
+                report(evicted, failed: .queueOverflow, Self.exception(for: .queueOverflow), final: true)
+            }
+            requestPass(targets: [localId])
+        }
+    }
+
+    /// The exception a refusal or a removal reports.
+    static func exception(for reason: MessageFailureReason) -> CometChatException {
+        switch reason {
+        case .queueFull: return CometChatException(.queueFull, "The outbox is full; the message was not queued.")
+        case .queueOverflow: return CometChatException(.queueOverflow, "The message was removed from a full outbox to admit a newer one.")
+        case .byteOverflow: return CometChatException(.offlineMediaByteOverflow, "The media would exceed the media cache size; the message was not queued.")
+        case .discarded: return CometChatException(.offlineMessageDiscarded, "The message was removed before it could be sent.")
+        case .transient: return CometChatException(.internetUnavailable, "The message could not be sent for now.")
+        case .permanent: return CometChatException(.invalidServerResponse, "The message could not be sent.")
+        }
+    }
+
+    static let queuedNotice = CometChatException(.internetUnavailable, "No connection: the message is queued and will be sent on reconnect.")
+    static let unsentNotice = CometChatException(.internetUnavailable, "No connection: the message was not sent and is kept as failed until retried.")
+
+    // MARK: - Passes
+
+    /// Asks for a pass over the outbox: `all` pending messages (the reconnect flush), or the
+    /// `targets` and whatever precedes them in their conversations. Passes run one at a time.
+    func requestPass(all: Bool = false, targets: Set<String> = []) {
+        let start = outbox.state.withLock { s -> Bool in
+            if all { s.wantAll = true }
+            s.wantTargets.formUnion(targets)
+            guard !s.passRunning else { return false }
+            s.passRunning = true
+            return true
+        }
+        guard start else { return }
+        Task.detached { await self.runPasses() }
+    }
+
+    private func runPasses() async {
+        while let (all, targets) = outbox.state.withLock({ s -> (Bool, Set<String>)? in
+            guard s.wantAll || !s.wantTargets.isEmpty else {
+                s.passRunning = false
+                return nil
+            }
+            defer {
+                s.wantAll = false
+                s.wantTargets = []
+            }
+            return (s.wantAll, s.wantTargets)
+        }) {
+            await pass(all: all, targets: targets)
+        }
+    }
+
+    /// One pass, in compose order. Per conversation, a message that is still waiting holds back
+    /// the ones after it; a message that failed does not.
+    private func pass(all: Bool, targets: Set<String>) async {
+        guard let cache = openCache, let me = userId else { return }
+        let rows: [OutboxRow]
+        do {
+            rows = try await cache.writer.run { db in try OutboxRows.rows(pendingOnly: true, in: db) }
+        } catch {
+            return
+        }
+        let selected: [OutboxRow]
+        if all {
+            selected = rows
+        } else {
+            var lastTarget: [String: Int64] = [:]
+            for row in rows where targets.contains(row.localId) { lastTarget[row.conversationId] = max(lastTarget[row.conversationId] ?? 0, row.seq) }
+            selected = rows.filter { row in lastTarget[row.conversationId].map { row.seq <= $0 } ?? false }
+        }
+        var held = Set<String>()
+        for (index, row) in selected.enumerated() {
+            if held.contains(row.conversationId) {
+                noteWaiting(row.localId)
+                continue
+            }
+            switch await attempt(row, cache: cache, me: me) {
+            case .sent, .failed, .gone:
+                continue
+            case .waiting:
+                held.insert(row.conversationId)
+            case .noConnection:
+                for rest in selected[index...] { await noConnection(rest, cache: cache) }
+                linkSuspect()
+                return
+            }
+        }
+    }
+
+    /// Sends one row: uploads its files, sends it, stores the acknowledgement.
+    private func attempt(_ listed: OutboxRow, cache: VaultCache, me: String) async -> AttemptOutcome {
+        let localId = listed.localId
+        // Claimed on the writer queue: a discard or an eviction that ran first wins.
+        let claimed: OutboxRow?
+        do {
+            claimed = try await cache.writer.run { db -> OutboxRow? in
+                guard let fresh = try OutboxRows.row(localId, in: db), fresh.state == .pending else { return nil }
+                self.outbox.state.withLock { s in
+                    s.inFlight.insert(localId)
+                    s.live[localId]?.notified = false
+                }
+                return fresh
+            }
+        } catch {
+            return .waiting
+        }
+        guard var row = claimed else { return .gone }
+        defer { release(localId, cache: cache) }
+        if let live = outbox.state.withLock({ $0.live[localId] }) {
+            settings.callbackExecutor.execute { live.message.messageStatus = .sending }
+        }
+        for index in row.files.indices where row.files[index].attachment == nil {
+            let file = row.files[index]
+            let answer: JSONValue
+            do {
+                answer = try await backend.uploadMedia(path: cache.directory.path + "/" + file.relativePath, name: file.name, mimeType: file.mimeType)
+            } catch {
+                return await settle(row, error, cache: cache)
+            }
+            guard (try? WireDecoder(limits: wireLimits).attachment(answer, path: "attachment")) != nil else {
+                return await fail(row, .permanent, CometChatException(.invalidServerResponse, "The server's answer to an upload was refused."), cache: cache)
+            }
+            row.files[index].attachment = answer
+            let progress = row
+            _ = try? await cache.writer.run { db in try OutboxRows.updateFiles(progress, in: db) }
+        }
+        let ack: JSONValue
+        do {
+            ack = try await backend.send(row.messageToSend, localMessageId: localId)
+        } catch {
+            return await settle(row, error, cache: cache)
+        }
+        let message: BaseMessage
+        do {
+            message = try WireDecoder(limits: wireLimits).message(ack)
+        } catch {
+            return await fail(row, .permanent, CometChatException(.invalidServerResponse, "The server's acknowledgement was refused.",
+                                                                    details: String(describing: error)), cache: cache)
+        }
+        guard row.kind.matches(message) else {
+            return await fail(row, .permanent, CometChatException(.invalidServerResponse, "The server acknowledged a different kind of message."), cache: cache)
+        }
+        message.localMessageId = localId
+        message.messageStatus = MessageRows.status(of: message, me: me)
+        message.source = .realtime
+        do {
+            _ = try await cache.writer.run { db in try OutboxRows.complete(localId, wire: ack, message: message, me: me, in: db) }
+        } catch {
+            // The server has it; the next attempt gets the same message back (idempotent).
+            noteWaiting(localId)
+            return .waiting
+        }
+        OutgoingCopies.remove(localId: localId, in: cache.directory)
+        scheduleEviction()
+        reportSent(row, message)
+        return .sent
+    }
+
+    /// Takes a row off the wire (on the writer queue, like the claim).
+    private func release(_ localId: String, cache: VaultCache) {
+        _ = try? cache.writer.sync { _ in self.outbox.state.withLock { _ = $0.inFlight.remove(localId) } }
+        // A closed connection cannot run the block: drop the claim anyway.
+        outbox.state.withLock { _ = $0.inFlight.remove(localId) }
+    }
+
+    /// What a backend error means for a row.
+    private func settle(_ row: OutboxRow, _ error: BackendError, cache: VaultCache) async -> AttemptOutcome {
+        switch error {
+        case .unreachable:
+            return .noConnection
+        case .timedOut:
+            guard config.autoSendPendingOnReconnect else { return await fail(row, .transient, Self.unsentNotice, cache: cache) }
+            let now = Int64(settings.clock().timeIntervalSince1970 * 1000)
+            let attempts = (try? await cache.writer.run { db in try OutboxRows.countNoAnswer(row.localId, at: now, in: db) }) ?? 0
+            if attempts >= maximumNoAnswerAttempts {
+                return await fail(row, .transient, CometChatException(.requestTimedOut, "The server did not answer after \(maximumNoAnswerAttempts) attempts."), cache: cache)
+            }
+            noteWaiting(row.localId)
+            linkSuspect()
+            return .waiting
+        case .server(let status, let code, _):
+            let reason: MessageFailureReason = error.isTransient ? .transient : .permanent
+            return await fail(row, reason, CometChatException(errorCode: Self.safeCode(code), errorDescription: "The server refused the message (status \(status))."), cache: cache)
+        }
+    }
+
+    /// A server's error code, passed through only when it looks like one.
+    static func safeCode(_ code: String) -> String {
+        let valid = !code.isEmpty && code.utf8.count <= 64 && code.unicodeScalars.allSatisfy { ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }
+        return valid ? code : "ERROR_SERVER"
+    }
+
+    /// Records a failure and reports it; a row removed meanwhile (a clear) reports `.discarded`.
+    private func fail(_ row: OutboxRow, _ reason: MessageFailureReason, _ error: CometChatException, cache: VaultCache) async -> AttemptOutcome {
+        let now = Int64(settings.clock().timeIntervalSince1970 * 1000)
+        let recorded: Bool
+        do {
+            recorded = try await cache.writer.run { db -> Bool in
+                try OutboxRows.markFailed(row.localId, reason, at: now, in: db)
+                return db.changes > 0
+            }
+        } catch {
+            // Still pending in the cache: it is tried again later rather than reported failed.
+            noteWaiting(row.localId)
+            return .waiting
+        }
+        if recorded {
+            var failed = row
+            failed.state = .failed
+            failed.failureReason = reason
+            report(failed, failed: reason, error, final: false)
+        } else {
+            report(row, failed: .discarded, Self.exception(for: .discarded), final: true)
+        }
+        return .failed
+    }
+
+    /// No connection for a row of a stopped pass: queued (told once), or with auto-send off, a
+    /// send made in this process fails `.transient` at once.
+    private func noConnection(_ row: OutboxRow, cache: VaultCache) async {
+        if config.autoSendPendingOnReconnect {
+            noteWaiting(row.localId)
+            return
+        }
+        let fresh = outbox.state.withLock { s -> Bool in
+            (s.live[row.localId].map { !$0.notified } ?? false) || s.waiters[row.localId] != nil
+        }
+        if fresh { _ = await fail(row, .transient, Self.unsentNotice, cache: cache) }
+    }
+
+    /// A waiting message: its live send hears "queued, not failed" once, and a manual retry
+    /// waiting for this attempt hears the same.
+    func noteWaiting(_ localId: String) {
+        let (live, waiters) = outbox.state.withLock { s -> (LiveSend?, [RetryWaiter]) in
+            let waiters = s.waiters.removeValue(forKey: localId) ?? []
+            guard let live = s.live[localId], !live.notified else { return (nil, waiters) }
+            s.live[localId]?.notified = true
+            return (live, waiters)
+        }
+        guard live != nil || !waiters.isEmpty else { return }
+        settings.callbackExecutor.execute {
+            live?.message.messageStatus = .pending
+            live?.onError(Self.queuedNotice)
+            for waiter in waiters { waiter.onError(Self.queuedNotice) }
+        }
+    }
+
+    // MARK: - Reports
+
+    /// Delivers a failure: the live send's `onError`, the listeners' `onOutboxMessageFailed`, a
+    /// waiting retry's `onError`. `final` forgets the live send (it has no row any more).
+    func report(_ row: OutboxRow, failed reason: MessageFailureReason, _ error: CometChatException, final: Bool) {
+        let (live, waiters) = outbox.state.withLock { s -> (LiveSend?, [RetryWaiter]) in
+            let live = final ? s.live.removeValue(forKey: row.localId) : s.live[row.localId]
+            return (live, s.waiters.removeValue(forKey: row.localId) ?? [])
+        }
+        let message = live?.message ?? pendingMessage(row, status: .failed)
+        let listeners = outbox.listeners.live()
+        settings.callbackExecutor.execute {
+            message?.messageStatus = .failed
+            message?.failureReason = reason
+            live?.onError(error)
+            if let message { for listener in listeners { listener.onOutboxMessageFailed(message, reason) } }
+            for waiter in waiters { waiter.onError(error) }
+        }
+    }
+
+    private func reportSent(_ row: OutboxRow, _ message: BaseMessage) {
+        let (live, waiters) = outbox.state.withLock { s in
+            (s.live.removeValue(forKey: row.localId), s.waiters.removeValue(forKey: row.localId) ?? [])
+        }
+        let listeners = outbox.listeners.live()
+        settings.callbackExecutor.execute {
+            if let original = live?.message { original.adoptAcknowledgement(message) }
+            live?.onSent(message)
+            for listener in listeners { listener.onOutboxMessageSent(message) }
+            for waiter in waiters { waiter.onSuccess() }
+        }
+    }
+
+    /// An outbox row as the message the app sent (for listeners, `getPendingMessages`, and sends
+    /// resumed after a restart): the composer's fields, the local copies as attachments with
+    /// `localPath`, the status given.
+    func pendingMessage(_ row: OutboxRow, status: MessageStatus) -> BaseMessage? {
+        guard case .object(var fields) = row.message else { return nil }
+        let directory = cacheDirectory?.path ?? ""
+        fields["id"] = .int(0)
+        fields["conversationId"] = .string(row.conversationId)
+        fields["senderUid"] = .string(row.senderUid)
+        fields["sentAt"] = .int(row.createdAt / 1000)
+        fields["localMessageId"] = .string(row.localId)
+        if !row.files.isEmpty {
+            var data = fields["data"]?.objectValue ?? [:]
+            let local = row.files.map { file -> JSONValue in
+                file.attachment ?? .object(["name": .string(file.name), "mimeType": .string(file.mimeType), "size": .int(file.size),
+                                            "extension": .string((file.name as NSString).pathExtension),
+                                            "url": .string(URL(fileURLWithPath: directory + "/" + file.relativePath).absoluteString)])
+            }
+            data["attachments"] = .array((data["attachments"]?.arrayValue ?? []) + local)
+            fields["data"] = .object(data)
+        }
+        guard let message = try? WireDecoder(limits: wireLimits, trusted: true).message(.object(fields)) else { return nil }
+        if let media = message as? MediaMessage, !row.files.isEmpty {
+            let offset = media.attachments.count - row.files.count
+            for (i, file) in row.files.enumerated() where offset + i >= 0 {
+                media.attachments[offset + i].localPath = directory + "/" + file.relativePath
+            }
+            media.files = row.files.map { URL(fileURLWithPath: directory + "/" + $0.relativePath) }
+        }
+        message.messageStatus = status
+        message.failureReason = status == .failed ? row.failureReason : nil
+        return message
+    }
+}
+
+extension BaseMessage {
+    /// The fields a queued message gets when it is committed.
+    func stampPending(senderUid: String, conversationId: String, composedAt: Date) {
+        self.senderUid = senderUid
+        self.conversationId = conversationId
+        if sentAt == 0 { sentAt = Int(composedAt.timeIntervalSince1970) }
+    }
+
+    /// The server's fields, copied onto the object the app sent once it is acknowledged.
+    func adoptAcknowledgement(_ ack: BaseMessage) {
+        id = ack.id
+        muid = ack.muid
+        sentAt = ack.sentAt
+        updatedAt = ack.updatedAt
+        conversationId = ack.conversationId
+        sender = ack.sender
+        senderUid = ack.senderUid
+        messageStatus = ack.messageStatus
+        failureReason = nil
+        if let media = self as? MediaMessage, let acked = ack as? MediaMessage { media.attachments = acked.attachments }
+    }
+}

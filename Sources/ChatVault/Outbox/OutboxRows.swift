@@ -1,0 +1,222 @@
+import Foundation
+import VaultStore
+
+/// A local file of a media send, copied into the cache (`outgoing/<local id>/<n>`).
+struct OutgoingFile: Sendable, Equatable {
+    /// Stable id of the file within its message (`<local id>-<n>`).
+    let fileId: String
+    let name: String
+    let mimeType: String
+    let size: Int64
+    /// Relative to the cache directory.
+    let relativePath: String
+    /// The uploaded attachment, once the server has the bytes.
+    var attachment: JSONValue?
+
+    var json: JSONValue {
+        var fields: [String: JSONValue] = ["id": .string(fileId), "name": .string(name), "mime": .string(mimeType),
+                                           "size": .int(size), "path": .string(relativePath)]
+        if let attachment { fields["attachment"] = attachment }
+        return .object(fields)
+    }
+
+    init(fileId: String, name: String, mimeType: String, size: Int64, relativePath: String, attachment: JSONValue? = nil) {
+        self.fileId = fileId
+        self.name = name
+        self.mimeType = mimeType
+        self.size = size
+        self.relativePath = relativePath
+        self.attachment = attachment
+    }
+
+    init?(_ json: JSONValue) {
+        guard let id = json["id"]?.stringValue, let path = json["path"]?.stringValue else { return nil }
+        self.init(fileId: id, name: json["name"]?.stringValue ?? "", mimeType: json["mime"]?.stringValue ?? "application/octet-stream",
+                  size: json["size"]?.intValue ?? 0, relativePath: path, attachment: json["attachment"].flatMap { $0.isNull ? nil : $0 })
+    }
+}
+
+/// One row of the outbox: an unsent message in compose order.
+struct OutboxRow: Sendable {
+    enum State: Int64, Sendable {
+        case pending = 0
+        case failed = 2
+    }
+
+    let localId: String
+    var seq: Int64
+    let conversationId: String
+    let kind: OutboxKind
+    var state: State
+    var failureReason: MessageFailureReason?
+    /// Attempts that got no answer (timeouts) since the last manual retry.
+    var attempts: Int
+    /// Compose time, epoch milliseconds.
+    let createdAt: Int64
+    /// The outgoing wire message (`OutgoingMessage.encode`).
+    var message: JSONValue
+    let senderUid: String
+    var files: [OutgoingFile]
+
+    var payload: [UInt8] {
+        BinaryJSON.encode(.object(["message": message, "sender": .string(senderUid), "files": .array(files.map(\.json))]))
+    }
+
+    /// The outgoing message with every uploaded file among its attachments.
+    var messageToSend: JSONValue {
+        guard !files.isEmpty, case .object(var fields) = message else { return message }
+        var data = fields["data"]?.objectValue ?? [:]
+        data["attachments"] = .array((data["attachments"]?.arrayValue ?? []) + files.compactMap(\.attachment))
+        fields["data"] = .object(data)
+        return .object(fields)
+    }
+
+    /// Bytes of the local copies.
+    var copiedBytes: Int64 { files.reduce(0) { $0 + $1.size } }
+}
+
+/// What `OutboxRows.enqueue` did.
+enum EnqueueOutcome: Sendable {
+    /// Committed; `evicted` is the message `.dropOldest` removed to make room, if any.
+    case queued(evicted: OutboxRow?)
+    /// Refused: no row was written.
+    case refused(MessageFailureReason)
+}
+
+/// The outbox's SQL. Every function runs on the writer connection.
+enum OutboxRows {
+    static let columns = "local_id, seq, conversation_id, kind, state, failure_reason, attempts, created_at, payload"
+
+    static func decode(_ stmt: Statement) throws -> OutboxRow {
+        guard let localId = stmt.text(0), let kind = OutboxKind(rawValue: stmt.text(3) ?? ""),
+              let bytes = stmt.blob(8) else { throw BinaryJSON.Malformed() }
+        let payload = try BinaryJSON.decode(bytes)
+        guard let message = payload["message"] else { throw BinaryJSON.Malformed() }
+        return OutboxRow(localId: localId, seq: stmt.int64(1), conversationId: stmt.text(2) ?? "", kind: kind,
+                         state: stmt.int64(4) == OutboxRow.State.failed.rawValue ? .failed : .pending,
+                         failureReason: stmt.text(5).flatMap(MessageFailureReason.init(rawValue:)), attempts: stmt.int(6),
+                         createdAt: stmt.int64(7), message: message, senderUid: payload["sender"]?.stringValue ?? "",
+                         files: (payload["files"]?.arrayValue ?? []).compactMap(OutgoingFile.init))
+    }
+
+    /// Every unsent message in compose order, or only the pending ones.
+    static func rows(pendingOnly: Bool, in db: Database) throws -> [OutboxRow] {
+        let stmt = try db.cached("SELECT \(columns) FROM outbox\(pendingOnly ? " WHERE state = 0" : "") ORDER BY seq")
+        var rows: [OutboxRow] = []
+        while try stmt.step() { rows.append(try decode(stmt)) }
+        return rows
+    }
+
+    static func row(_ localId: String, in db: Database) throws -> OutboxRow? {
+        let stmt = try db.cached("SELECT \(columns) FROM outbox WHERE local_id = ?")
+        try stmt.bind([.text(localId)])
+        defer { stmt.reset() }
+        return try stmt.step() ? try decode(stmt) : nil
+    }
+
+    /// Admits a new send in one transaction (committed with `synchronous=FULL`, the writer's
+    /// setting): the count cap and its overflow policy, then the media byte budget (evicting
+    /// received media, least recently used first), then the row and its copies' media rows.
+    /// - Parameters:
+    ///   - inFlight: local ids on the wire now; never evicted.
+    ///   - mediaBudget: `maxMediaCacheSize` (nil: unlimited).
+    ///   - removeFiles: receives the files of evicted media and of an evicted message, to delete
+    ///     once the transaction has committed.
+    static func enqueue(_ row: OutboxRow, capacity: Int, policy: PendingMessageOverflowPolicy, inFlight: Set<String>,
+                        mediaBudget: Int64?, removeFiles: inout [String], in db: Database) throws -> EnqueueOutcome {
+        try db.transaction { () throws -> EnqueueOutcome in
+            var evicted: OutboxRow?
+            let queued = Int(try db.scalarInt("SELECT count(*) FROM outbox WHERE state = 0") ?? 0)
+            if queued >= capacity {
+                guard policy == .dropOldest else { return .refused(.queueFull) }
+                let candidates = try db.cached("SELECT \(columns) FROM outbox WHERE state = 0 ORDER BY seq")
+                defer { candidates.reset() }
+                while try candidates.step() {
+                    let candidate = try decode(candidates)
+                    if !inFlight.contains(candidate.localId) { evicted = candidate; break }
+                }
+                guard let victim = evicted else { return .refused(.queueFull) }
+                candidates.reset()
+                try delete(victim.localId, in: db)
+                removeFiles += victim.files.map(\.relativePath)
+            }
+            if let budget = mediaBudget, row.copiedBytes > 0 {
+                let used = try db.scalarInt("SELECT coalesce(sum(bytes), 0) FROM media") ?? 0
+                var excess = used + row.copiedBytes - budget
+                if excess > 0 {
+                    // Only received media may go; other unsent messages' copies stay.
+                    let received = try db.scalarInt("SELECT coalesce(sum(bytes), 0) FROM media WHERE outgoing = 0") ?? 0
+                    guard received >= excess else { return .refused(.byteOverflow) }
+                    let lru = try db.prepare("SELECT url_key, local_file, bytes FROM media WHERE outgoing = 0 ORDER BY last_access, url_key")
+                    var victims: [(String, String)] = []
+                    while excess > 0, try lru.step() {
+                        victims.append((lru.text(0) ?? "", lru.text(1) ?? ""))
+                        excess -= lru.int64(2)
+                    }
+                    lru.reset()
+                    for (key, file) in victims {
+                        try db.run("DELETE FROM media WHERE url_key = ?", .text(key))
+                        removeFiles.append(file)
+                    }
+                }
+            }
+            try db.run("INSERT INTO outbox (\(columns)) VALUES (?, ?, ?, ?, 0, NULL, 0, ?, ?)",
+                       .text(row.localId), .int(row.seq), .text(row.conversationId), .text(row.kind.rawValue),
+                       .int(row.createdAt), .blob(row.payload))
+            for (i, file) in row.files.enumerated() {
+                try db.run("INSERT INTO media (url_key, message_id, local_file, bytes, mime, outgoing, created_at, last_access) VALUES (?, ?, ?, ?, ?, 1, ?, ?)",
+                           .text("outgoing:\(row.localId):\(i)"), .text(row.localId), .text(file.relativePath), .int(file.size),
+                           .text(file.mimeType), .int(row.createdAt), .int(row.createdAt))
+            }
+            return .queued(evicted: evicted)
+        }
+    }
+
+    /// The next compose-order number.
+    static func nextSeq(in db: Database) throws -> Int64 {
+        try CacheRows.nextOutboxSeq(db)
+    }
+
+    /// Deletes a row and its copies' media rows (the files are the caller's to remove).
+    static func delete(_ localId: String, in db: Database) throws {
+        try db.run("DELETE FROM outbox WHERE local_id = ?", .text(localId))
+        try db.run("DELETE FROM media WHERE outgoing = 1 AND message_id = ?", .text(localId))
+    }
+
+    static func markFailed(_ localId: String, _ reason: MessageFailureReason, at time: Int64, in db: Database) throws {
+        try db.run("UPDATE outbox SET state = 2, failure_reason = ?, updated_at = ? WHERE local_id = ?",
+                   .text(reason.rawValue), .int(time), .text(localId))
+    }
+
+    /// Back to pending (a manual retry): the no-answer count starts again.
+    static func markPending(_ localId: String, at time: Int64, in db: Database) throws {
+        try db.run("UPDATE outbox SET state = 0, failure_reason = NULL, attempts = 0, updated_at = ? WHERE local_id = ?",
+                   .int(time), .text(localId))
+    }
+
+    /// Counts one attempt that got no answer; returns the new count.
+    static func countNoAnswer(_ localId: String, at time: Int64, in db: Database) throws -> Int {
+        try db.run("UPDATE outbox SET attempts = attempts + 1, updated_at = ? WHERE local_id = ?", .int(time), .text(localId))
+        return Int(try db.scalarInt("SELECT attempts FROM outbox WHERE local_id = ?", .text(localId)) ?? 0)
+    }
+
+    /// Records upload progress (the files' attachments).
+    static func updateFiles(_ row: OutboxRow, in db: Database) throws {
+        try db.run("UPDATE outbox SET payload = ? WHERE local_id = ?", .blob(row.payload), .text(row.localId))
+    }
+
+    /// The server accepted the message: the row leaves the outbox and the message enters the
+    /// cache, in one transaction. Returns whether the row was still there.
+    static func complete(_ localId: String, wire: JSONValue, message: BaseMessage, me: String, in db: Database) throws -> Bool {
+        try db.transaction { () throws -> Bool in
+            let present = try db.scalarInt("SELECT count(*) FROM outbox WHERE local_id = ?", .text(localId)) ?? 0
+            try delete(localId, in: db)
+            // A message already cached under this local id (an earlier ack) is replaced.
+            try db.run("UPDATE messages SET local_id = NULL WHERE local_id = ? AND (server_id IS NULL OR server_id != ?)",
+                       .text(localId), .int(Int64(message.id)))
+            try MessageRows.upsert(wire, message, me: me, source: .realtime, in: db)
+            try db.run("UPDATE messages SET local_id = ? WHERE server_id = ?", .text(localId), .int(Int64(message.id)))
+            return present > 0
+        }
+    }
+}
