@@ -1,4 +1,5 @@
 public import ChatVault
+import Foundation
 import Synchronization
 
 /// One device of one user, talking to a `ChatVaultSimulator` through its own virtual network.
@@ -395,6 +396,97 @@ public final class SimulatedClient: ChatBackend {
             let (id, isNew) = try state.send(message, localMessageId: localMessageId, sender: viewer, now: now)
             if isNew { state.broadcast(messageId: id, excluding: clientId) { .messageReceived($0) } }
             return state.renderMessage(id, for: viewer)
+        }
+        return try Self.shaped(json, by: fault)
+    }
+
+    /// Edits a message this user sent and answers it as this user sees it (`editedAt`, `editedBy`
+    /// and `updatedAt` now). `changes` carries outgoing fields: `data.text` (a text message; ""
+    /// is 400 `ERR_EMPTY_MESSAGE`), `data.caption` (media), `data.customData` (custom),
+    /// `data.metadata` (or a top-level `metadata`; null removes it), `tags`. A field that does not
+    /// apply to the message, a malformed one, or nothing to change: 400 `ERR_INVALID_MESSAGE`.
+    /// 404 `ERR_NOT_FOUND` when the user cannot see the message, 403 `ERR_NOT_THE_SENDER` for
+    /// someone else's, 400 `ERR_MESSAGE_DELETED` for a deleted one. The change log upserts it;
+    /// the other connected devices of the conversation get `.messageEdited`, this one does not.
+    public func editMessage(id: Int, changes: JSONValue) async throws(BackendError) -> JSONValue {
+        try await write(.editMessage, messageId: id) { (state, viewer, now, clientId) throws(BackendError) in
+            try state.editMessage(id, changes: changes, by: viewer, now: now, excluding: clientId)
+        }
+    }
+
+    /// Deletes a message softly and answers it as deleted (`deletedAt`, `deletedBy`). The sender
+    /// may delete it, and so may an admin or moderator of the group it was sent to; anyone else
+    /// gets 403 `ERR_NOT_THE_SENDER`, and 404 `ERR_NOT_FOUND` when the user cannot see it.
+    /// Deleting it again changes nothing and answers it as it is. The change log records the
+    /// deletion; the other connected devices get `.messageDeleted`.
+    public func deleteMessage(id: Int) async throws(BackendError) -> JSONValue {
+        try await write(.deleteMessage, messageId: id) { (state, viewer, now, clientId) throws(BackendError) in
+            try state.deleteMessage(id, by: viewer, now: now, excluding: clientId)
+        }
+    }
+
+    /// Adds this user's reaction (1…64 UTF-8 bytes, else 400 `ERR_INVALID_REACTION`) and answers
+    /// the message with its reaction counts as this user sees them (`reactedByMe`). Adding one the
+    /// user already gave changes nothing. 404 `ERR_NOT_FOUND` when the user cannot see the
+    /// message. A change upserts the message in the change log and reaches the other connected
+    /// devices as `.messageEdited`.
+    public func addReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue {
+        try await write(.addReaction, messageId: messageId) { (state, viewer, now, clientId) throws(BackendError) in
+            try state.react(reaction, on: messageId, present: true, by: viewer, now: now, excluding: clientId)
+        }
+    }
+
+    /// Takes this user's reaction back, under the rules of `addReaction`; removing one the user
+    /// never gave changes nothing.
+    public func removeReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue {
+        try await write(.removeReaction, messageId: messageId) { (state, viewer, now, clientId) throws(BackendError) in
+            try state.react(reaction, on: messageId, present: false, by: viewer, now: now, excluding: clientId)
+        }
+    }
+
+    /// Uploads the file at `path` (read from the local disk) and answers its attachment:
+    /// `name`, `extension` (after the name's last dot), `mimeType` ("application/octet-stream" if
+    /// empty), a fresh `url` its bytes download from, and `size`: what a media message's
+    /// `data.attachments` takes. Refusals (nothing stored): 400 `ERR_FILE_UNREADABLE` (missing,
+    /// a directory, no permission), 400 `ERR_EMPTY_FILE`, 413 `ERR_FILE_TOO_LARGE` (above
+    /// `ChatVaultSimulator.maxUploadBytes`). Each upload is listed in `ChatVaultSimulator.uploads`.
+    public func uploadMedia(path: String, name: String, mimeType: String) async throws(BackendError) -> JSONValue {
+        let (viewer, fault) = try await admit(.uploadMedia)
+        let bytes = try Self.readUpload(at: path, limit: simulator.maxUploadBytes)
+        let json = try onServer { (state, _) throws(BackendError) in
+            try state.storeUpload(bytes, name: name, mimeType: mimeType, by: viewer)
+        }
+        return try Self.shaped(json, by: fault)
+    }
+
+    /// The bytes of the file to upload: at most `limit` of them (one more means too large).
+    private static func readUpload(at path: String, limit: Int) throws(BackendError) -> Data {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+              let handle = FileHandle(forReadingAtPath: path) else { throw ServerState.unreadableFile }
+        defer { try? handle.close() }
+        let cap = max(limit, 0)
+        let bytes: Data
+        do {
+            bytes = try handle.read(upToCount: cap < Int.max ? cap + 1 : cap) ?? Data()
+        } catch {
+            throw ServerState.unreadableFile
+        }
+        guard !bytes.isEmpty else { throw ServerState.emptyFile }
+        guard bytes.count <= cap else { throw ServerState.fileTooLarge }
+        return bytes
+    }
+
+    /// A write on one message: through the pipeline, `body` on the server for the viewer (with
+    /// the time and this device's id, which the realtime broadcast skips), then the message as
+    /// the viewer sees it.
+    private func write(_ method: SimulatedMethod, messageId: Int,
+                       _ body: (inout ServerState, _ viewer: String, _ now: Int, _ clientId: Int) throws(BackendError) -> Void) async throws(BackendError) -> JSONValue {
+        let (viewer, fault) = try await admit(method)
+        let clientId = self.clientId
+        let json = try onServer { (state, now) throws(BackendError) in
+            try body(&state, viewer, now, clientId)
+            return state.renderMessage(messageId, for: viewer)
         }
         return try Self.shaped(json, by: fault)
     }
