@@ -13,15 +13,18 @@ import Synchronization
 ///     let stored = try await alice.send(outgoing, localMessageId: "l-1")   // the same message, once
 ///     XCTAssertEqual(alice.callCount(.send), 2)
 ///
-/// A new client is logged in as its user; `logout()` ends its realtime stream and later calls get
-/// `.server(401, "ERR_NOT_LOGGED_IN")` until `login(userId:)` (which may switch to another user).
-/// `Sendable`; calls may overlap.
+/// A new client is logged in as its user; `logout()` drops its realtime connection and later
+/// calls get `.server(401, "ERR_NOT_LOGGED_IN")` until `login(userId:)` (which may switch to
+/// another user). `events` is one stream for the device's whole life: it carries every login's
+/// connections and ends only when the client is released. `Sendable`; calls may overlap.
 public final class SimulatedClient: ChatBackend {
     /// The server behind this device.
     public let simulator: ChatVaultSimulator
     /// This device's number on the server (1, 2… in creation order).
     public let clientId: Int
-    /// Realtime events while connected (one stream per device; it ends at `logout()`).
+    /// Realtime events while connected: one stream per device for its whole life, across logout
+    /// and login (`.connected` and `.disconnected` mark each connection). It ends only when the
+    /// client is released, so iterate it from one place and keep iterating.
     public let events: AsyncStream<RealtimeEvent>
     private let continuation: AsyncStream<RealtimeEvent>.Continuation
     private let local: Mutex<DeviceState>
@@ -235,8 +238,9 @@ public final class SimulatedClient: ChatBackend {
         return BackendSession(user: try Self.shaped(session.user, by: fault), serverTime: session.serverTime)
     }
 
-    /// Logs out: drops the realtime connection and ends `events` for good. Not subject to the
-    /// network or to faults.
+    /// Logs out: drops the realtime connection (`.disconnected` in `events` if it was up). The
+    /// stream goes on: after the next `login(userId:)` and `connect()` it carries that session's
+    /// events. Not subject to the network or to faults.
     public func logout() async {
         local.withLock { device in
             device.attempts[.logout, default: 0] += 1
@@ -244,7 +248,6 @@ public final class SimulatedClient: ChatBackend {
             device.loggedIn = false
         }
         dropConnection()
-        continuation.finish()
     }
 
     // MARK: - ChatBackend: reads
