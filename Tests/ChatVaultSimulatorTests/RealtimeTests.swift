@@ -85,16 +85,26 @@ final class RealtimeTests: SimulatorTestCase {
         await assertEqual(kinds(try await next(4, of: bob)), ["connected", "disconnected", "connected", "received \(id)"])
     }
 
-    func testServerDropAndLogoutEndTheStream() async throws {
+    func testServerDropAndLogoutDisconnectButTheStreamCarriesTheNextLogin() async throws {
         let bob = simulator.client(for: "bob")
         try await bob.connect()
         simulator.dropAllConnections()
         XCTAssertFalse(bob.isConnected)
         bob.deliver(.messageReceived(["id": "hostile"]))
+        try await bob.connect()
         await bob.logout()
-        var events: [RealtimeEvent] = []
-        for await event in bob.events { events.append(event) }
-        XCTAssertEqual(events, [.connected, .disconnected, .messageReceived(["id": "hostile"])], "the stream ends at logout")
+        XCTAssertFalse(bob.isConnected)
+        await assertEqual(statusAndCode(await backendError(try await bob.connect())), "401 ERR_NOT_LOGGED_IN")
+        _ = try await bob.login(userId: "bob")
+        try await bob.connect()
+        let id = try simulator.postText("after the login", from: "alice", to: .user("bob"))
+        let events = try await next(7, of: bob)
+        XCTAssertEqual(events[2], .messageReceived(["id": "hostile"]))
+        XCTAssertEqual(kinds(events.enumerated().filter { $0.offset != 2 }.map(\.element)),
+                       ["connected", "disconnected", "connected", "disconnected", "connected", "received \(id)"],
+                       "logout drops the connection; the same stream goes on with the next login")
+        await bob.logout()
+        await assertEqual(kinds(try await next(1, of: bob)), ["disconnected"], "iterated again: the stream is still open")
     }
 
     func testConnectFaultsAndNoEventsWhileDisconnected() async throws {

@@ -437,6 +437,19 @@ final class HookedBackend: ChatBackend {
     func send(_ message: JSONValue, localMessageId: String) async throws(BackendError) -> JSONValue {
         try await client.send(message, localMessageId: localMessageId)
     }
+    func editMessage(id: Int, changes: JSONValue) async throws(BackendError) -> JSONValue {
+        try await client.editMessage(id: id, changes: changes)
+    }
+    func deleteMessage(id: Int) async throws(BackendError) -> JSONValue { try await client.deleteMessage(id: id) }
+    func addReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue {
+        try await client.addReaction(messageId: messageId, reaction: reaction)
+    }
+    func removeReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue {
+        try await client.removeReaction(messageId: messageId, reaction: reaction)
+    }
+    func uploadMedia(path: String, name: String, mimeType: String) async throws(BackendError) -> JSONValue {
+        try await client.uploadMedia(path: path, name: name, mimeType: mimeType)
+    }
     func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { try await client.blockUsers(uids) }
     func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { try await client.unblockUsers(uids) }
     func changes(since: Int64, limit: Int) async throws(BackendError) -> ChangeLogPage { try await client.changes(since: since, limit: limit) }

@@ -1,4 +1,5 @@
 public import ChatVault
+import Foundation
 import Synchronization
 
 /// One device of one user, talking to a `ChatVaultSimulator` through its own virtual network.
@@ -12,15 +13,18 @@ import Synchronization
 ///     let stored = try await alice.send(outgoing, localMessageId: "l-1")   // the same message, once
 ///     XCTAssertEqual(alice.callCount(.send), 2)
 ///
-/// A new client is logged in as its user; `logout()` ends its realtime stream and later calls get
-/// `.server(401, "ERR_NOT_LOGGED_IN")` until `login(userId:)` (which may switch to another user).
-/// `Sendable`; calls may overlap.
+/// A new client is logged in as its user; `logout()` drops its realtime connection and later
+/// calls get `.server(401, "ERR_NOT_LOGGED_IN")` until `login(userId:)` (which may switch to
+/// another user). `events` is one stream for the device's whole life: it carries every login's
+/// connections and ends only when the client is released. `Sendable`; calls may overlap.
 public final class SimulatedClient: ChatBackend {
     /// The server behind this device.
     public let simulator: ChatVaultSimulator
     /// This device's number on the server (1, 2… in creation order).
     public let clientId: Int
-    /// Realtime events while connected (one stream per device; it ends at `logout()`).
+    /// Realtime events while connected: one stream per device for its whole life, across logout
+    /// and login (`.connected` and `.disconnected` mark each connection). It ends only when the
+    /// client is released, so iterate it from one place and keep iterating.
     public let events: AsyncStream<RealtimeEvent>
     private let continuation: AsyncStream<RealtimeEvent>.Continuation
     private let local: Mutex<DeviceState>
@@ -234,8 +238,9 @@ public final class SimulatedClient: ChatBackend {
         return BackendSession(user: try Self.shaped(session.user, by: fault), serverTime: session.serverTime)
     }
 
-    /// Logs out: drops the realtime connection and ends `events` for good. Not subject to the
-    /// network or to faults.
+    /// Logs out: drops the realtime connection (`.disconnected` in `events` if it was up). The
+    /// stream goes on: after the next `login(userId:)` and `connect()` it carries that session's
+    /// events. Not subject to the network or to faults.
     public func logout() async {
         local.withLock { device in
             device.attempts[.logout, default: 0] += 1
@@ -243,7 +248,6 @@ public final class SimulatedClient: ChatBackend {
             device.loggedIn = false
         }
         dropConnection()
-        continuation.finish()
     }
 
     // MARK: - ChatBackend: reads
@@ -395,6 +399,97 @@ public final class SimulatedClient: ChatBackend {
             let (id, isNew) = try state.send(message, localMessageId: localMessageId, sender: viewer, now: now)
             if isNew { state.broadcast(messageId: id, excluding: clientId) { .messageReceived($0) } }
             return state.renderMessage(id, for: viewer)
+        }
+        return try Self.shaped(json, by: fault)
+    }
+
+    /// Edits a message this user sent and answers it as this user sees it (`editedAt`, `editedBy`
+    /// and `updatedAt` now). `changes` carries outgoing fields: `data.text` (a text message; ""
+    /// is 400 `ERR_EMPTY_MESSAGE`), `data.caption` (media), `data.customData` (custom),
+    /// `data.metadata` (or a top-level `metadata`; null removes it), `tags`. A field that does not
+    /// apply to the message, a malformed one, or nothing to change: 400 `ERR_INVALID_MESSAGE`.
+    /// 404 `ERR_NOT_FOUND` when the user cannot see the message, 403 `ERR_NOT_THE_SENDER` for
+    /// someone else's, 400 `ERR_MESSAGE_DELETED` for a deleted one. The change log upserts it;
+    /// the other connected devices of the conversation get `.messageEdited`, this one does not.
+    public func editMessage(id: Int, changes: JSONValue) async throws(BackendError) -> JSONValue {
+        try await write(.editMessage, messageId: id) { (state, viewer, now, clientId) throws(BackendError) in
+            try state.editMessage(id, changes: changes, by: viewer, now: now, excluding: clientId)
+        }
+    }
+
+    /// Deletes a message softly and answers it as deleted (`deletedAt`, `deletedBy`). The sender
+    /// may delete it, and so may an admin or moderator of the group it was sent to; anyone else
+    /// gets 403 `ERR_NOT_THE_SENDER`, and 404 `ERR_NOT_FOUND` when the user cannot see it.
+    /// Deleting it again changes nothing and answers it as it is. The change log records the
+    /// deletion; the other connected devices get `.messageDeleted`.
+    public func deleteMessage(id: Int) async throws(BackendError) -> JSONValue {
+        try await write(.deleteMessage, messageId: id) { (state, viewer, now, clientId) throws(BackendError) in
+            try state.deleteMessage(id, by: viewer, now: now, excluding: clientId)
+        }
+    }
+
+    /// Adds this user's reaction (1…64 UTF-8 bytes, else 400 `ERR_INVALID_REACTION`) and answers
+    /// the message with its reaction counts as this user sees them (`reactedByMe`). Adding one the
+    /// user already gave changes nothing. 404 `ERR_NOT_FOUND` when the user cannot see the
+    /// message. A change upserts the message in the change log and reaches the other connected
+    /// devices as `.messageEdited`.
+    public func addReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue {
+        try await write(.addReaction, messageId: messageId) { (state, viewer, now, clientId) throws(BackendError) in
+            try state.react(reaction, on: messageId, present: true, by: viewer, now: now, excluding: clientId)
+        }
+    }
+
+    /// Takes this user's reaction back, under the rules of `addReaction`; removing one the user
+    /// never gave changes nothing.
+    public func removeReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue {
+        try await write(.removeReaction, messageId: messageId) { (state, viewer, now, clientId) throws(BackendError) in
+            try state.react(reaction, on: messageId, present: false, by: viewer, now: now, excluding: clientId)
+        }
+    }
+
+    /// Uploads the file at `path` (read from the local disk) and answers its attachment:
+    /// `name`, `extension` (after the name's last dot), `mimeType` ("application/octet-stream" if
+    /// empty), a fresh `url` its bytes download from, and `size`: what a media message's
+    /// `data.attachments` takes. Refusals (nothing stored): 400 `ERR_FILE_UNREADABLE` (missing,
+    /// a directory, no permission), 400 `ERR_EMPTY_FILE`, 413 `ERR_FILE_TOO_LARGE` (above
+    /// `ChatVaultSimulator.maxUploadBytes`). Each upload is listed in `ChatVaultSimulator.uploads`.
+    public func uploadMedia(path: String, name: String, mimeType: String) async throws(BackendError) -> JSONValue {
+        let (viewer, fault) = try await admit(.uploadMedia)
+        let bytes = try Self.readUpload(at: path, limit: simulator.maxUploadBytes)
+        let json = try onServer { (state, _) throws(BackendError) in
+            try state.storeUpload(bytes, name: name, mimeType: mimeType, by: viewer)
+        }
+        return try Self.shaped(json, by: fault)
+    }
+
+    /// The bytes of the file to upload: at most `limit` of them (one more means too large).
+    private static func readUpload(at path: String, limit: Int) throws(BackendError) -> Data {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+              let handle = FileHandle(forReadingAtPath: path) else { throw ServerState.unreadableFile }
+        defer { try? handle.close() }
+        let cap = max(limit, 0)
+        let bytes: Data
+        do {
+            bytes = try handle.read(upToCount: cap < Int.max ? cap + 1 : cap) ?? Data()
+        } catch {
+            throw ServerState.unreadableFile
+        }
+        guard !bytes.isEmpty else { throw ServerState.emptyFile }
+        guard bytes.count <= cap else { throw ServerState.fileTooLarge }
+        return bytes
+    }
+
+    /// A write on one message: through the pipeline, `body` on the server for the viewer (with
+    /// the time and this device's id, which the realtime broadcast skips), then the message as
+    /// the viewer sees it.
+    private func write(_ method: SimulatedMethod, messageId: Int,
+                       _ body: (inout ServerState, _ viewer: String, _ now: Int, _ clientId: Int) throws(BackendError) -> Void) async throws(BackendError) -> JSONValue {
+        let (viewer, fault) = try await admit(method)
+        let clientId = self.clientId
+        let json = try onServer { (state, now) throws(BackendError) in
+            try body(&state, viewer, now, clientId)
+            return state.renderMessage(messageId, for: viewer)
         }
         return try Self.shaped(json, by: fault)
     }

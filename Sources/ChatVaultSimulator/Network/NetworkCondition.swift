@@ -29,12 +29,14 @@ public enum SimulatedFault: Sendable {
     case status(Int, code: String)
     /// No answer: `BackendError.timedOut` at once (no waiting); nothing is committed.
     case timeout
-    /// The server commits the call (a `send` stores its message, a block is recorded), then the
-    /// answer is lost: the client gets `BackendError.timedOut`.
+    /// The server commits the call (a `send` stores its message, an edit, deletion or reaction is
+    /// applied, an upload is stored, a block is recorded), then the answer is lost: the client gets
+    /// `BackendError.timedOut`.
     case ackLost
     /// The call succeeds, but each JSON object of the answer passes through this transform first:
     /// every item of a page, the single object of `message(id:)`, `conversation(with:type:)`,
-    /// `send` and `login` (the session's user), every upserted message of a change log page.
+    /// `send`, `editMessage`, `deleteMessage`, `addReaction`, `removeReaction`, `uploadMedia` and
+    /// `login` (the session's user), every upserted message of a change log page.
     /// Tests use it for hostile payloads (missing fields, huge strings, wrong types).
     case payload(@Sendable (JSONValue) -> JSONValue)
     /// The call succeeds, and its page passes through this transform (for page-level hostility,
@@ -50,7 +52,7 @@ public enum SimulatedMethod: String, Sendable, Hashable, CaseIterable {
     case login, logout
     case messages, threads, conversations, users, blockedUsers, groups, groupMembers, bannedGroupMembers
     case reactions, notificationFeed, message, conversation
-    case send, blockUsers, unblockUsers
+    case send, editMessage, deleteMessage, addReaction, removeReaction, uploadMedia, blockUsers, unblockUsers
     case changes
     case downloadMedia, resignMediaURL
     case connect, disconnect

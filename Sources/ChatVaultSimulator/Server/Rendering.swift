@@ -130,12 +130,7 @@ extension ServerState {
         case .text(let text):
             d["text"] = .string(text)
         case .media(_, let attachments, let caption):
-            d["attachments"] = .array(attachments.map { a in
-                var o: [String: JSONValue] = ["url": .string(a.url), "mimeType": .string(a.mimeType), "size": .int(Int64(a.size))]
-                o.put("name", a.name)
-                o.put("extension", a.fileExtension)
-                return .object(o)
-            })
+            d["attachments"] = .array(attachments.map(Self.renderAttachment))
             d.put("caption", caption)
         case .custom(_, let data, let subType, let conversationText, let updateConversation):
             d["customData"] = data
@@ -155,6 +150,14 @@ extension ServerState {
         }
         if let metadata = m.metadata { d["metadata"] = metadata }
         return .object(d)
+    }
+
+    /// One attachment as `data.attachments` carries it (and as an upload answers it).
+    static func renderAttachment(_ a: SimulatedAttachment) -> JSONValue {
+        var o: [String: JSONValue] = ["url": .string(a.url), "mimeType": .string(a.mimeType), "size": .int(Int64(a.size))]
+        o.put("name", a.name)
+        o.put("extension", a.fileExtension)
+        return .object(o)
     }
 
     /// Counts per emoji, in the order each emoji first appeared.

@@ -32,6 +32,9 @@ struct ServerState {
     var resignedURLs: [String: (original: String, expiresAt: Double)] = [:]
     var resignSequence = 0
     var signedURLLifetime: Double = 3600
+    /// Files devices uploaded, in order; the largest upload accepted.
+    var uploads: [SimulatedUpload] = []
+    var maxUploadBytes = 100 * 1024 * 1024
 
     var log: [LogEntry] = []
     var logIsSorted = true

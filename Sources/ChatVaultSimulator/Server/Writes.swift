@@ -138,6 +138,53 @@ extension ServerState {
         return m
     }
 
+    // MARK: Edits, deletions, reactions (shared by the truth API and the clients)
+
+    /// Applies an edit to a stored message (after the caller checked it may): `change`, then
+    /// `editedAt`/`editedBy` and a new revision, a change-log upsert, and `.messageEdited` to the
+    /// connected devices of the conversation except `excludedClient` (the device that edited).
+    mutating func applyEdit(_ id: Int, by editor: String, now: Int, excluding excludedClient: Int? = nil,
+                            _ change: (inout StoredMessage) -> Void) {
+        update(id, now: now) {
+            change(&$0)
+            $0.editedAt = now
+            $0.editedBy = editor
+        }
+        broadcast(messageId: id, excluding: excludedClient) { .messageEdited($0) }
+    }
+
+    /// Deletes a message softly (it stays, with `deletedAt`/`deletedBy`): a change-log upsert and
+    /// deletion, and `.messageDeleted` to the connected devices except `excludedClient`. A message
+    /// already deleted stays as it is. Returns whether it changed.
+    @discardableResult
+    mutating func softDelete(_ id: Int, by deleter: String, now: Int, excluding excludedClient: Int? = nil) -> Bool {
+        guard messages[id - 1].deletedAt == 0 else { return false }
+        update(id, now: now) {
+            $0.deletedAt = now
+            $0.deletedBy = deleter
+        }
+        record(.deleted(messageId: id), at: now)
+        broadcast(messageId: id, excluding: excludedClient) { .messageDeleted($0) }
+        return true
+    }
+
+    /// Gives (`present`) or takes back `uid`'s `reaction` on a stored message: a new revision and a
+    /// change-log upsert when it changes anything. Sends no event (the caller decides). Returns
+    /// whether it changed.
+    @discardableResult
+    mutating func setReaction(_ reaction: String, on id: Int, by uid: String, present: Bool, now: Int) -> Bool {
+        let has = messages[id - 1].reactions.contains { $0.uid == uid && $0.reaction == reaction }
+        guard has != present else { return false }
+        if present {
+            reactionSequence += 1
+            let r = StoredReaction(sequence: reactionSequence, uid: uid, reaction: reaction, reactedAt: now)
+            update(id, now: now) { $0.reactions.append(r) }
+        } else {
+            update(id, now: now) { $0.reactions.removeAll { $0.uid == uid && $0.reaction == reaction } }
+        }
+        return true
+    }
+
     // MARK: Receipts
 
     /// Marks `uid`'s conversation read (or delivered) up to message `id`. Receipts only move forward.

@@ -1,6 +1,6 @@
 public import Foundation
 
-/// Media bytes behind attachment URLs, expiring URLs and re-signing.
+/// Media bytes behind attachment URLs, expiring URLs and re-signing, and devices' uploads.
 extension ChatVaultSimulator {
     /// Makes `url` downloadable. With `expiresAt` (epoch seconds on the simulator's clock), a
     /// download at or after that time gets `.server(403, "ERR_URL_EXPIRED")` until the client asks
@@ -26,5 +26,21 @@ extension ChatVaultSimulator {
     public var signedURLLifetime: Double {
         get { state.withLock { $0.signedURLLifetime } }
         set { state.withLock { $0.signedURLLifetime = newValue } }
+    }
+
+    /// The largest file `SimulatedClient.uploadMedia` accepts, in bytes (default 100 MiB); a
+    /// larger one gets `.server(413, "ERR_FILE_TOO_LARGE")`.
+    ///
+    ///     simulator.maxUploadBytes = 1024
+    public var maxUploadBytes: Int {
+        get { state.withLock { $0.maxUploadBytes } }
+        set { state.withLock { $0.maxUploadBytes = newValue } }
+    }
+
+    /// Every file devices uploaded, oldest first (each one's bytes download from its `url`).
+    ///
+    ///     XCTAssertEqual(simulator.uploads.map(\.name), ["cat.jpg"])
+    public var uploads: [SimulatedUpload] {
+        state.withLock { $0.uploads }
     }
 }

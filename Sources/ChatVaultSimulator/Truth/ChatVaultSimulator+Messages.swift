@@ -68,12 +68,7 @@ extension ChatVaultSimulator {
             guard m.content.category == content.category else {
                 throw ServerState.rejected(400, "ERR_CATEGORY_CHANGE", "an edit keeps the message's category")
             }
-            state.update(id, now: now) {
-                $0.content = content
-                $0.editedAt = now
-                $0.editedBy = editor ?? m.sender
-            }
-            state.broadcast(messageId: id) { .messageEdited($0) }
+            state.applyEdit(id, by: editor ?? m.sender, now: now) { $0.content = content }
         }
     }
 
@@ -97,13 +92,7 @@ extension ChatVaultSimulator {
     public func delete(_ id: Int, by deleter: String? = nil) throws(SimulatorError) {
         try mutate { (state, now) throws(BackendError) in
             let m = try state.existing(id)
-            guard m.deletedAt == 0 else { return }
-            state.update(id, now: now) {
-                $0.deletedAt = now
-                $0.deletedBy = deleter ?? m.sender
-            }
-            state.record(.deleted(messageId: id), at: now)
-            state.broadcast(messageId: id) { .messageDeleted($0) }
+            state.softDelete(id, by: deleter ?? m.sender, now: now)
         }
     }
 
@@ -114,10 +103,8 @@ extension ChatVaultSimulator {
         try mutate { (state, now) throws(BackendError) in
             let m = try state.existing(id)
             guard state.canSee(message: m, viewer: uid) else { throw ServerState.rejected(403, "ERR_NOT_A_MEMBER", "\(uid) cannot see message \(id)") }
-            guard !reaction.isEmpty, !m.reactions.contains(where: { $0.uid == uid && $0.reaction == reaction }) else { return }
-            state.reactionSequence += 1
-            let r = StoredReaction(sequence: state.reactionSequence, uid: uid, reaction: reaction, reactedAt: now)
-            state.update(id, now: now) { $0.reactions.append(r) }
+            guard !reaction.isEmpty else { return }
+            state.setReaction(reaction, on: id, by: uid, present: true, now: now)
         }
     }
 
@@ -126,9 +113,8 @@ extension ChatVaultSimulator {
     ///     try simulator.unreact("👍", to: id, by: "bob")
     public func unreact(_ reaction: String, to id: Int, by uid: String) throws(SimulatorError) {
         try mutate { (state, now) throws(BackendError) in
-            let m = try state.existing(id)
-            guard m.reactions.contains(where: { $0.uid == uid && $0.reaction == reaction }) else { return }
-            state.update(id, now: now) { $0.reactions.removeAll { $0.uid == uid && $0.reaction == reaction } }
+            _ = try state.existing(id)
+            state.setReaction(reaction, on: id, by: uid, present: false, now: now)
         }
     }
 

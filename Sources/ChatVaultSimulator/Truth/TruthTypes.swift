@@ -75,6 +75,18 @@ public struct SimulatedAttachment: Sendable, Equatable {
     }
 }
 
+/// A file a device uploaded with `SimulatedClient.uploadMedia(path:name:mimeType:)`, as the server
+/// stored it (`ChatVaultSimulator.uploads`). Its bytes download from `url`.
+public struct SimulatedUpload: Sendable, Equatable {
+    public let url: String
+    public let name: String
+    public let mimeType: String
+    /// In bytes.
+    public let size: Int
+    /// The uid of the user who uploaded it.
+    public let uploader: String
+}
+
 /// The goal of an interactive message: when it counts as completed
 /// (`MessageQuery.interactionGoalCompletedOnly`).
 ///
