@@ -8,7 +8,8 @@ struct LiveSend: Sendable {
     let onPending: @Sendable (BaseMessage) -> Void
     let onSent: @Sendable (BaseMessage) -> Void
     let onError: @Sendable (CometChatException?) -> Void
-    /// Told "queued, not failed" (`ERROR_INTERNET_UNAVAILABLE`) since its last attempt began.
+    /// Told "queued, not failed" (`ERROR_INTERNET_UNAVAILABLE`): once per send, and again only
+    /// after a manual retry.
     var notified = false
 }
 
@@ -227,10 +228,7 @@ extension OfflineVault {
         do {
             claimed = try await cache.writer.run { db -> OutboxRow? in
                 guard let fresh = try OutboxRows.row(localId, in: db), fresh.state == .pending else { return nil }
-                self.outbox.state.withLock { s in
-                    s.inFlight.insert(localId)
-                    s.live[localId]?.notified = false
-                }
+                self.outbox.state.withLock { _ = $0.inFlight.insert(localId) }
                 return fresh
             }
         } catch {
