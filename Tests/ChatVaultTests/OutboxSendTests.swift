@@ -238,4 +238,71 @@ final class OutboxSendTests: XCTestCase {
         }
         XCTAssertEqual(h.listener.sentLocalIds, pending.compactMap(\.localMessageId), "flushed in compose order")
     }
+
+    func testTheAsyncSequenceFormYieldsPendingQueuedThenSent() async throws {
+        let h = try OutboxHarness()
+        h.client.network = .offline
+        await h.login()
+        let message = h.text("streamed")
+        let steps = h.vault.send(message)
+        var seen: [String] = []
+        for await step in steps {
+            switch step {
+            case .pending(let m):
+                seen.append("pending")
+                XCTAssertTrue(m === message)
+            case .queued(let error):
+                seen.append("queued:" + error.errorCode)
+                h.client.network = .online
+            case .sent(let m):
+                seen.append("sent")
+                XCTAssertGreaterThan(m.id, 0)
+            case .failed(let error):
+                seen.append("failed:" + error.errorCode)
+            }
+        }
+        XCTAssertEqual(seen, ["pending", "queued:ERROR_INTERNET_UNAVAILABLE", "sent"])
+    }
+
+    func testOutboxListenersAreHeldWeaklyAndOnePerId() async throws {
+        let h = try OutboxHarness()
+        await h.login()
+        let replaced = OutboxRecorder()
+        let replacement = OutboxRecorder()
+        h.vault.addOutboxListener("same-id", replaced)
+        h.vault.addOutboxListener("same-id", replacement)
+        var released: OutboxRecorder? = OutboxRecorder()
+        weak let weakReleased = released
+        h.vault.addOutboxListener("released", released!)
+        released = nil
+        XCTAssertNil(weakReleased, "the engine holds listeners weakly")
+        let removed = OutboxRecorder()
+        h.vault.addOutboxListener("removed", removed)
+        h.vault.removeOutboxListener("removed")
+        let recorder = h.send(h.text("heard"))
+        await waitUntil { recorder.isSent }
+        h.drain()
+        XCTAssertEqual(replaced.events, [], "registering an id again replaces the listener")
+        XCTAssertEqual(replacement.events.count, 2)
+        XCTAssertEqual(removed.events, [])
+        XCTAssertEqual(h.listener.events.count, 2)
+    }
+
+    func testTheStaticFacadeForwardsSendsAndTheOutbox() async throws {
+        let h = try OutboxHarness()
+        h.client.network = .offline
+        await h.login()
+        CometChat.offlineVault = h.vault
+        defer { CometChat.offlineVault = nil }
+        let recorder = SendRecorder()
+        let message = h.text("via the facade")
+        CometChat.sendTextMessage(message: message, onMessagePending: recorder.onPending, onMessageSent: recorder.onSent, onError: recorder.onError)
+        await waitUntil { !recorder.errors.isEmpty }
+        let listed = Mutex<[String?]>([])
+        CometChat.getPendingMessages(onSuccess: { list in listed.withLock { $0 = list.map(\.localMessageId) } }, onError: { XCTFail("\($0)") })
+        await waitUntil { !listed.withLock { $0 }.isEmpty }
+        XCTAssertEqual(listed.withLock { $0 }, [message.localMessageId])
+        h.client.network = .online
+        await waitUntil { recorder.isSent }
+    }
 }

@@ -19,7 +19,8 @@ final class OutboxHarness: @unchecked Sendable {
     let me: String
     let listener = OutboxRecorder()
     private let configure: (OfflineConfig.Builder) -> Void
-    private let adjust: (inout VaultSettings) -> Void
+    /// Settings changes for the engines this harness makes (change it before `restart()`).
+    var adjust: (inout VaultSettings) -> Void
     private(set) var client: SimulatedClient
     private(set) var vault: OfflineVault
 
