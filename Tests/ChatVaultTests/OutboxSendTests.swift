@@ -305,4 +305,33 @@ final class OutboxSendTests: XCTestCase {
         h.client.network = .online
         await waitUntil { recorder.isSent }
     }
+
+    func testTheWriterCommitsWithSynchronousFull() async throws {
+        let h = try OutboxHarness()
+        await h.login()
+        let cache = try XCTUnwrap(h.vault.openCache)
+        XCTAssertEqual(try cache.writer.sync { db in try db.scalarInt("PRAGMA synchronous") }, 2, "FULL: a pending row survives power loss")
+        XCTAssertEqual(try cache.writer.sync { db in try db.scalarText("PRAGMA journal_mode") }, "wal")
+    }
+
+    func testErrorsNeverCarryMessageContentOrAServersFreeText() async throws {
+        let marker = "SECRET-CONTENT-7f3a"
+        let h = try OutboxHarness()
+        await h.login()
+        let tooLong = SendRecorder()
+        let exceptions = Mutex<[CometChatException]>([])
+        let capture: @Sendable (CometChatException?) -> Void = { e in if let e { exceptions.withLock { $0.append(e) } } }
+        h.vault.sendTextMessage(message: h.text(String(repeating: marker, count: 40_000)), onMessagePending: tooLong.onPending,
+                                onMessageSent: tooLong.onSent, onError: capture)
+        h.vault.sendCustomMessage(message: CustomMessage(receiverUid: marker + "\u{1}", receiverType: .user, customData: ["k": .string(marker)], type: "t"),
+                                  onMessagePending: { _ in }, onMessageSent: { _ in }, onError: capture)
+        h.client.failNext(.send, with: .status(500, code: marker.lowercased()))
+        h.vault.sendTextMessage(message: h.text(marker), onMessagePending: { _ in }, onMessageSent: { _ in }, onError: capture)
+        await waitUntil { exceptions.withLock { $0.count } == 3 }
+        for exception in exceptions.withLock({ $0 }) {
+            XCTAssertFalse(exception.description.contains(marker), "no content in \(exception.errorCode)")
+            XCTAssertFalse(exception.description.lowercased().contains(marker.lowercased()))
+        }
+        XCTAssertEqual(exceptions.withLock { $0.map(\.errorCode) }.sorted(), ["ERROR_INVALID_MESSAGE", "ERROR_INVALID_MESSAGE", "ERROR_SERVER"])
+    }
 }
