@@ -279,6 +279,26 @@ final class OutboxQueueTests: XCTestCase {
         XCTAssertEqual(h.serverTexts(with: "bob"), ["kept"])
     }
 
+    func testARowDamagedInPlaceIsKeptAndBlocksNothingElse() async throws {
+        let h = try OutboxHarness()
+        h.client.network = .offline
+        await h.login()
+        let damagedMessage = h.text("damaged")
+        let damaged = h.send(damagedMessage)
+        let healthy = h.send(h.text("healthy"))
+        await waitUntil { !damaged.errors.isEmpty && !healthy.errors.isEmpty }
+        let cache = try XCTUnwrap(h.vault.openCache)
+        try cache.writer.sync { db in
+            try db.run("UPDATE outbox SET payload = x'00ff13' WHERE local_id = ?", .text(damagedMessage.localMessageId ?? ""))
+        }
+        let listed = try await h.pending()
+        XCTAssertEqual(listed.compactMap { ($0 as? TextMessage)?.text }, ["healthy"], "an unreadable row does not fail the listing")
+        h.client.network = .online
+        await waitUntil { healthy.isSent }
+        XCTAssertEqual(h.serverTexts(with: "bob"), ["healthy"])
+        XCTAssertEqual(try h.rows().map(\.0), [damagedMessage.localMessageId ?? ""], "the damaged row is kept, never deleted")
+    }
+
     // MARK: - Flaky network
 
     func testThousandsOfSendsOverAFlakyNetworkArriveExactlyOnceInOrderPerConversation() async throws {

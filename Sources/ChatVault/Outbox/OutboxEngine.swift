@@ -187,6 +187,9 @@ extension OfflineVault {
     /// the ones after it; a message that failed does not.
     private func pass(all: Bool, targets: Set<String>) async {
         guard let cache = openCache, let me = userId else { return }
+        // The flush of the whole outbox waits for a connection that has held; the next one asks again.
+        let flushAll = all && isConnectionStable
+        if !flushAll && targets.isEmpty { return }
         let rows: [OutboxRow]
         do {
             rows = try await cache.writer.run { db in try OutboxRows.rows(pendingOnly: true, in: db) }
@@ -194,7 +197,7 @@ extension OfflineVault {
             return
         }
         let selected: [OutboxRow]
-        if all {
+        if flushAll {
             selected = rows
         } else {
             var lastTarget: [String: Int64] = [:]

@@ -99,11 +99,14 @@ enum OutboxRows {
                          files: (payload["files"]?.arrayValue ?? []).compactMap(OutgoingFile.init))
     }
 
-    /// Every unsent message in compose order, or only the pending ones.
+    /// Every unsent message in compose order, or only the pending ones. A row that cannot be
+    /// decoded (damaged in place) is left where it is and skipped, so it blocks nothing else.
     static func rows(pendingOnly: Bool, in db: Database) throws -> [OutboxRow] {
         let stmt = try db.cached("SELECT \(columns) FROM outbox\(pendingOnly ? " WHERE state = 0" : "") ORDER BY seq")
         var rows: [OutboxRow] = []
-        while try stmt.step() { rows.append(try decode(stmt)) }
+        while try stmt.step() {
+            if let row = try? decode(stmt) { rows.append(row) }
+        }
         return rows
     }
 
