@@ -51,10 +51,12 @@ public enum OfflineErrorCode: String, Sendable, Codable, CaseIterable {
     /// a huge string, a wrong type). Nothing of it reached the cache.
     case invalidServerResponse = "ERROR_INVALID_SERVER_RESPONSE"
     /// ChatVault's own: a send was refused before anything was stored (empty text, a custom
-    /// message without data, a missing receiver, an oversized field).
+    /// message without data, a missing receiver, an oversized field), or an edit, delete or
+    /// reaction before anything was sent (no server id, empty text, a reaction out of bounds).
     case invalidMessage = "ERROR_INVALID_MESSAGE"
     /// ChatVault's own: a queued message got no answer from the server after 5 automatic
-    /// attempts and failed `.transient` (retry it with `retryMessage`).
+    /// attempts and failed `.transient` (retry it with `retryMessage`); or an edit, delete or
+    /// reaction (never queued) got no answer, so the server may or may not have applied it.
     case requestTimedOut = "ERROR_REQUEST_TIMEOUT"
 
     /// Whether the code is one of `CometChatConstants.Errors` (every case but

@@ -6,7 +6,9 @@ public import Foundation
 /// ack), `messageStatus` (`.pending` → `.sending` → `.sent`…), `failureReason` (only while failed),
 /// `source` (`.realtime` or `.sync`). Descriptions never include the content.
 public class BaseMessage: AppEntity, @unchecked Sendable, CustomStringConvertible {
-    public internal(set) var id = 0
+    /// The server's id (0 until the server has the message). Set it on a message built to edit
+    /// one, as the SDK does: `let m = TextMessage(…); m.id = 42; vault.editMessage(m, …)`.
+    public var id = 0
     public internal(set) var muid = ""
     public internal(set) var sender: User?
     public internal(set) var senderUid = ""

@@ -101,20 +101,63 @@ enum OutgoingMessage {
         return .object(wire)
     }
 
-    static func invalid(_ sentence: String) -> CometChatException {
-        CometChatException(.invalidMessage, "The message was not sent: \(sentence).")
+    /// The changes of an edit, as `ChatBackend.editMessage` takes them, from the message the app
+    /// edited (its `id` is checked by the caller): a text message's `text` (`data.text`, never
+    /// empty), a media message's `caption` (`data.caption`, when set; "" removes it), a custom
+    /// message's `customData` (`data.customData`, when set); for any of them `metaData`
+    /// (`data.metadata`, when set; JSON null removes it) and `tags` (when set; [] removes them).
+    /// - Throws: `ERROR_INVALID_MESSAGE` with a fixed sentence naming the field (never its value):
+    ///   another kind of message, a field out of bounds, or nothing to change.
+    static func encodeEdit(_ message: BaseMessage, limits: WireLimits) throws(CometChatException) -> JSONValue {
+        let verb = "edited"
+        var data: [String: JSONValue] = [:]
+        switch message {
+        case let text as TextMessage:
+            guard !text.text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { throw invalid("the text is empty", verb) }
+            guard text.text.utf8.count <= limits.maxTextBytes else { throw invalid("the text is too long", verb) }
+            data["text"] = .string(text.text)
+        case let media as MediaMessage:
+            if let caption = media.caption {
+                guard caption.utf8.count <= limits.maxTextBytes else { throw invalid("the caption is too long", verb) }
+                data["caption"] = .string(caption)
+            }
+        case let custom as CustomMessage:
+            if let customData = custom.customData, !customData.isNull {
+                try checkFreeform(customData, "customData", limits, verb)
+                data["customData"] = customData
+            }
+        default:
+            throw invalid("only text, media and custom messages can be edited", verb)
+        }
+        if let metadata = message.metaData {
+            if !metadata.isNull { try checkFreeform(metadata, "metadata", limits, verb) }
+            data["metadata"] = metadata
+        }
+        var changes: [String: JSONValue] = [:]
+        if !data.isEmpty { changes["data"] = .object(data) }
+        if let tags = message.tags {
+            guard tags.count <= limits.maxListCount else { throw invalid("too many tags", verb) }
+            for tag in tags { try checkIdentifier(tag, "tags", limits, verb) }
+            changes["tags"] = .array(tags.map(JSONValue.string))
+        }
+        guard !changes.isEmpty else { throw invalid("the edit changes nothing a client may edit", verb) }
+        return .object(changes)
     }
 
-    private static func checkIdentifier(_ value: String, _ field: String, _ limits: WireLimits) throws(CometChatException) {
+    static func invalid(_ sentence: String, _ verb: String = "sent") -> CometChatException {
+        CometChatException(.invalidMessage, "The message was not \(verb): \(sentence).")
+    }
+
+    private static func checkIdentifier(_ value: String, _ field: String, _ limits: WireLimits, _ verb: String = "sent") throws(CometChatException) {
         guard !value.isEmpty, value.utf8.count <= limits.maxIdentifierBytes,
               !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
-            throw invalid("\(field) is empty, too long or holds control characters")
+            throw invalid("\(field) is empty, too long or holds control characters", verb)
         }
     }
 
-    private static func checkFreeform(_ value: JSONValue, _ field: String, _ limits: WireLimits) throws(CometChatException) {
+    private static func checkFreeform(_ value: JSONValue, _ field: String, _ limits: WireLimits, _ verb: String = "sent") throws(CometChatException) {
         guard value.jsonData().count <= limits.maxFreeformBytes, depth(value) <= limits.maxDepth else {
-            throw invalid("\(field) is too large or too deeply nested")
+            throw invalid("\(field) is too large or too deeply nested", verb)
         }
     }
 
