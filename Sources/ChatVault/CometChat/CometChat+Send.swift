@@ -105,3 +105,17 @@ extension CometChat {
         CometChatException(.offlineDisabled, "no OfflineVault: set CometChat.offlineVault")
     }
 }
+
+/// The seeds' static spelling for upload batches, forwarding to `CometChat.offlineVault`.
+///
+///     if let request = CometChat.getExistingUploadFileRequest(receiverId: "UID", receiverType: .user, parentMessageId: 0) {
+///         for item in request.getItems() where item.state == .failed { request.retryAttachment(fileId: item.fileId) }
+///     }
+extension CometChat {
+    /// The upload batch kept for a composer, or nil when offline support is not running, nobody
+    /// is logged in, no vault is installed, or no batch was kept for that composer.
+    /// - Parameter parentMessageId: 0 for the main composer, the thread parent's id for a thread's.
+    public static func getExistingUploadFileRequest(receiverId: String, receiverType: ReceiverType, parentMessageId: Int) -> UploadFileRequest? {
+        offlineVault?.getExistingUploadFileRequest(receiverId: receiverId, receiverType: receiverType, parentMessageId: parentMessageId)
+    }
+}

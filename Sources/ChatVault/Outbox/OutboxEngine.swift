@@ -284,6 +284,7 @@ extension OfflineVault {
             return .waiting
         }
         OutgoingCopies.remove(localId: localId, in: cache.directory)
+        uploadsSent(row.messageToSend)
         scheduleEviction()
         reportSent(row, message)
         return .sent

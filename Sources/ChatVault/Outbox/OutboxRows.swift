@@ -120,59 +120,95 @@ enum OutboxRows {
     /// Admits a new send in one transaction (committed with `synchronous=FULL`, the writer's
     /// setting): the count cap and its overflow policy, then the media byte budget (evicting
     /// received media, least recently used first), then the row and its copies' media rows.
+    /// A refusal rolls the whole transaction back: a `.dropOldest` eviction or a received-media
+    /// eviction made before the refusal is undone, so a refused send changes nothing.
     /// - Parameters:
     ///   - inFlight: local ids on the wire now; never evicted.
     ///   - mediaBudget: `maxMediaCacheSize` (nil: unlimited).
     ///   - removeFiles: receives the files of evicted media and of an evicted message, to delete
-    ///     once the transaction has committed.
+    ///     once the transaction has committed (nothing on a refusal).
     static func enqueue(_ row: OutboxRow, capacity: Int, policy: PendingMessageOverflowPolicy, inFlight: Set<String>,
                         mediaBudget: Int64?, removeFiles: inout [String], in db: Database) throws -> EnqueueOutcome {
-        try db.transaction { () throws -> EnqueueOutcome in
-            var evicted: OutboxRow?
-            let queued = Int(try db.scalarInt("SELECT count(*) FROM outbox WHERE state = 0") ?? 0)
-            if queued >= capacity {
-                guard policy == .dropOldest else { return .refused(.queueFull) }
-                let candidates = try db.cached("SELECT \(columns) FROM outbox WHERE state = 0 ORDER BY seq")
-                defer { candidates.reset() }
-                while try candidates.step() {
-                    let candidate = try decode(candidates)
-                    if !inFlight.contains(candidate.localId) { evicted = candidate; break }
-                }
-                guard let victim = evicted else { return .refused(.queueFull) }
-                candidates.reset()
-                try delete(victim.localId, in: db)
-                removeFiles += victim.files.map(\.relativePath)
-            }
-            if let budget = mediaBudget, row.copiedBytes > 0 {
-                let used = try db.scalarInt("SELECT coalesce(sum(bytes), 0) FROM media") ?? 0
-                var excess = used + row.copiedBytes - budget
-                if excess > 0 {
-                    // Only received media may go; other unsent messages' copies stay.
-                    let received = try db.scalarInt("SELECT coalesce(sum(bytes), 0) FROM media WHERE outgoing = 0") ?? 0
-                    guard received >= excess else { return .refused(.byteOverflow) }
-                    let lru = try db.prepare("SELECT url_key, local_file, bytes FROM media WHERE outgoing = 0 ORDER BY last_access, url_key")
-                    var victims: [(String, String)] = []
-                    while excess > 0, try lru.step() {
-                        victims.append((lru.text(0) ?? "", lru.text(1) ?? ""))
-                        excess -= lru.int64(2)
+        var removing: [String] = []
+        let evicted: OutboxRow?
+        do {
+            evicted = try db.transaction { () throws -> OutboxRow? in
+                var evicted: OutboxRow?
+                let queued = Int(try db.scalarInt("SELECT count(*) FROM outbox WHERE state = 0") ?? 0)
+                if queued >= capacity {
+                    guard policy == .dropOldest else { throw Refusal(reason: .queueFull) }
+                    let candidates = try db.cached("SELECT \(columns) FROM outbox WHERE state = 0 ORDER BY seq")
+                    defer { candidates.reset() }
+                    while try candidates.step() {
+                        let candidate = try decode(candidates)
+                        if !inFlight.contains(candidate.localId) { evicted = candidate; break }
                     }
-                    lru.reset()
-                    for (key, file) in victims {
-                        try db.run("DELETE FROM media WHERE url_key = ?", .text(key))
-                        removeFiles.append(file)
-                    }
+                    guard let victim = evicted else { throw Refusal(reason: .queueFull) }
+                    candidates.reset()
+                    try delete(victim.localId, in: db)
+                    removing += victim.files.map(\.relativePath)
                 }
+                guard try makeRoom(for: row.copiedBytes, budget: mediaBudget, removeFiles: &removing, in: db) else {
+                    throw Refusal(reason: .byteOverflow)
+                }
+                try db.run("INSERT INTO outbox (\(columns)) VALUES (?, ?, ?, ?, 0, NULL, 0, ?, ?)",
+                           .text(row.localId), .int(row.seq), .text(row.conversationId), .text(row.kind.rawValue),
+                           .int(row.createdAt), .blob(row.payload))
+                for (i, file) in row.files.enumerated() {
+                    try insertOutgoingMedia(key: "outgoing:\(row.localId):\(i)", owner: row.localId, file: file.relativePath,
+                                            bytes: file.size, mime: file.mimeType, at: row.createdAt, in: db)
+                }
+                return evicted
             }
-            try db.run("INSERT INTO outbox (\(columns)) VALUES (?, ?, ?, ?, 0, NULL, 0, ?, ?)",
-                       .text(row.localId), .int(row.seq), .text(row.conversationId), .text(row.kind.rawValue),
-                       .int(row.createdAt), .blob(row.payload))
-            for (i, file) in row.files.enumerated() {
-                try db.run("INSERT INTO media (url_key, message_id, local_file, bytes, mime, outgoing, created_at, last_access) VALUES (?, ?, ?, ?, ?, 1, ?, ?)",
-                           .text("outgoing:\(row.localId):\(i)"), .text(row.localId), .text(file.relativePath), .int(file.size),
-                           .text(file.mimeType), .int(row.createdAt), .int(row.createdAt))
-            }
-            return .queued(evicted: evicted)
+        } catch let refusal as Refusal {
+            return .refused(refusal.reason)
         }
+        removeFiles += removing
+        return .queued(evicted: evicted)
+    }
+
+    /// Thrown inside `enqueue`'s transaction so a refusal rolls back what came before it.
+    private struct Refusal: Error {
+        let reason: MessageFailureReason
+    }
+
+    /// Makes room in the media byte budget for `bytes` more outgoing bytes (a send's copies or an
+    /// upload batch's), evicting received media (`outgoing = 0`) least recently used first.
+    /// Outgoing copies (unsent messages, kept upload batches) count toward the budget but are
+    /// never evicted. Returns false, having deleted nothing, when even evicting every received
+    /// file could not make room. Run it inside the caller's transaction.
+    /// - Parameters:
+    ///   - budget: `maxMediaCacheSize` (nil: unlimited, always true).
+    ///   - removeFiles: receives the evicted files (relative to the cache directory), to delete
+    ///     once the transaction has committed.
+    static func makeRoom(for bytes: Int64, budget: Int64?, removeFiles: inout [String], in db: Database) throws -> Bool {
+        guard let budget, bytes > 0 else { return true }
+        let used = try db.scalarInt("SELECT coalesce(sum(bytes), 0) FROM media") ?? 0
+        var excess = used + bytes - budget
+        guard excess > 0 else { return true }
+        // Only received media may go; other unsent messages' and batches' copies stay.
+        let received = try db.scalarInt("SELECT coalesce(sum(bytes), 0) FROM media WHERE outgoing = 0") ?? 0
+        guard received >= excess else { return false }
+        let lru = try db.prepare("SELECT url_key, local_file, bytes FROM media WHERE outgoing = 0 ORDER BY last_access, url_key")
+        var victims: [(String, String)] = []
+        while excess > 0, try lru.step() {
+            victims.append((lru.text(0) ?? "", lru.text(1) ?? ""))
+            excess -= lru.int64(2)
+        }
+        lru.reset()
+        for (key, file) in victims {
+            try db.run("DELETE FROM media WHERE url_key = ?", .text(key))
+            removeFiles.append(file)
+        }
+        return true
+    }
+
+    /// The `media` row of an outgoing copy (`outgoing = 1`: counted, never evicted). `owner` is
+    /// the send's local id, or `upload-<batch id>` for an upload batch.
+    static func insertOutgoingMedia(key: String, owner: String, file: String, bytes: Int64, mime: String, at time: Int64,
+                                    in db: Database) throws {
+        try db.run("INSERT INTO media (url_key, message_id, local_file, bytes, mime, outgoing, created_at, last_access) VALUES (?, ?, ?, ?, ?, 1, ?, ?)",
+                   .text(key), .text(owner), .text(file), .int(bytes), .text(mime), .int(time), .int(time))
     }
 
     /// The next compose-order number.

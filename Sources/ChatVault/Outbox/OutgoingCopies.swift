@@ -70,9 +70,11 @@ enum OutgoingCopies {
         guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { throw failure("a cache folder is not a directory") }
     }
 
-    /// Copies one file and syncs it; returns its size.
+    /// Copies one file and syncs it; returns its size. The source is opened non-blocking, so a
+    /// FIFO (or a device) is refused as "not a regular file" instead of blocking the caller until
+    /// some writer opens it; for a regular file the flag changes nothing.
     static func copyFile(from source: String, to destination: String) throws(CometChatException) -> Int64 {
-        let input = open(source, O_RDONLY | O_CLOEXEC)
+        let input = open(source, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard input >= 0 else { throw failure("the file cannot be opened (errno \(errno))") }
         defer { close(input) }
         var info = stat()

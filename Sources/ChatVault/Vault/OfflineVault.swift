@@ -80,6 +80,8 @@ public final class OfflineVault: Sendable {
     let evictionPending = Mutex(false)
     /// The outbox's live sends, claims and passes (the rows are in the cache).
     let outbox = OutboxCore()
+    /// Upload batches' pumps and waits (the batches are in the cache).
+    let uploads = UploadCore()
     /// The server session and realtime connection.
     let link = LinkCore()
     /// Login, logout, retries and clears run one at a time, in order, on this queue.
@@ -145,6 +147,7 @@ public final class OfflineVault: Sendable {
             // The server session and the realtime connection start beside the cache; offline
             // they are retried with backoff while reads fall back to the cache.
             self.outboxDetached()
+            self.uploadsDetached()
             self.startLink(userId: userId)
             // Only this first open of a login counts toward escalation.
             self.attemptOpen(generation: generation, countsTowardEscalation: true, done: done)
@@ -155,6 +158,7 @@ public final class OfflineVault: Sendable {
     public func logout() async {
         stopLink()
         outboxDetached()
+        uploadsDetached()
         await backend.logout()
         _ = await onLifecycle { done in
             self.closeLocked(state: .loggedOut)
@@ -261,6 +265,7 @@ public final class OfflineVault: Sendable {
                         try? FileManager.default.removeItem(atPath: dir)
                     }
                     if let unsent { self.outboxCleared(unsent.0, inFlight: unsent.1) }
+                    self.uploadsCleared()
                     continuation.resume(returning: .success(()))
                 } catch {
                     continuation.resume(returning: .failure(CometChatException(.offlineMessagePersistFailed, "the cache could not be cleared: \(error)")))
@@ -369,7 +374,10 @@ public final class OfflineVault: Sendable {
             guard current else { return }
             if case .unavailable = newState { self.scheduleRetry(generation: generation) }
             if let cache = report.cache, cache.needsBackgroundIntegrityCheck { self.checkInBackground(cache, generation: generation) }
-            if newState.isOfflineActive, let cache = report.cache { self.outboxAttached(cache) }
+            if newState.isOfflineActive, let cache = report.cache {
+                self.outboxAttached(cache)
+                self.uploadsAttached(cache)
+            }
         }
     }
 
