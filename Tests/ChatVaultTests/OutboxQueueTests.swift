@@ -80,8 +80,13 @@ final class OutboxQueueTests: XCTestCase {
         let h = try OutboxHarness(configure: { $0.setMaxPendingMessages(1).setAutoSendPendingOnReconnect(false) })
         h.client.network = .offline
         await h.login()
-        let recorders = (0..<3).map { h.send(h.text("m\($0)")) }
-        await waitUntil { recorders.allSatisfy { !$0.errors.isEmpty } }
+        var recorders: [SendRecorder] = []
+        for i in 0..<3 {
+            // Each send fails before the next is made: a failed message no longer takes the one slot.
+            let recorder = h.send(h.text("m\(i)"))
+            await waitUntil { !recorder.errors.isEmpty }
+            recorders.append(recorder)
+        }
         for recorder in recorders { XCTAssertEqual(recorder.errors, [CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE]) }
         let rows = try h.rows()
         XCTAssertEqual(rows.map(\.1), [2, 2, 2], "all three kept as failed; none refused")
