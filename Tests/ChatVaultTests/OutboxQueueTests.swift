@@ -304,6 +304,23 @@ final class OutboxQueueTests: XCTestCase {
         XCTAssertEqual(try h.rows().map(\.0), [damagedMessage.localMessageId ?? ""], "the damaged row is kept, never deleted")
     }
 
+    func testCopyFoldersThatNoMessageOwnsAreRemovedAtOpen() async throws {
+        let h = try OutboxHarness()
+        h.client.network = .offline
+        await h.login()
+        let kept = h.send(h.text("kept"))
+        await waitUntil { !kept.errors.isEmpty }
+        let keptId = try XCTUnwrap(try h.rows().first?.0)
+        let outgoing = try XCTUnwrap(h.vault.cacheDirectory).outgoing
+        for name in [keptId, "orphan-left-by-a-crash"] {
+            try FileManager.default.createDirectory(atPath: outgoing + "/" + name, withIntermediateDirectories: true)
+            XCTAssertTrue(FileManager.default.createFile(atPath: outgoing + "/" + name + "/0", contents: Data("bytes".utf8)))
+        }
+        try await h.restart(network: .offline)
+        await waitUntil { !FileManager.default.fileExists(atPath: outgoing + "/orphan-left-by-a-crash") }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: outgoing + "/" + keptId + "/0"), "a queued message's copies stay")
+    }
+
     // MARK: - Flaky network
 
     func testThousandsOfSendsOverAFlakyNetworkArriveExactlyOnceInOrderPerConversation() async throws {
