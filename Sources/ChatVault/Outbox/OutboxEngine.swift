@@ -318,12 +318,6 @@ extension OfflineVault {
         }
     }
 
-    /// A server's error code, passed through only when it looks like one.
-    static func safeCode(_ code: String) -> String {
-        let valid = !code.isEmpty && code.utf8.count <= 64 && code.unicodeScalars.allSatisfy { ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }
-        return valid ? code : "ERROR_SERVER"
-    }
-
     /// Records a failure and reports it; a row removed meanwhile (a clear) reports `.discarded`.
     private func fail(_ row: OutboxRow, _ reason: MessageFailureReason, _ error: CometChatException, cache: VaultCache) async -> AttemptOutcome {
         let now = Int64(settings.clock().timeIntervalSince1970 * 1000)
