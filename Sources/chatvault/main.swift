@@ -11,6 +11,7 @@ let usage = """
       open      --dir D --user U [--encryption on|off] [--failure-behavior onlineOnly|plaintextFallback] [--keystore …] [--json]
       status    --dir D [--user U] [--marker TEXT] [--json]
       bench     open [--runs N] [--messages M] [--keystore …] [--json]
+      bench     reads [--runs N] [--messages M] [--conversations C] [--json]
       version
 
     Common options: --app ID (default \(CommonOptions.defaultApplicationId)), --key-dir K (key files for --keystore file).

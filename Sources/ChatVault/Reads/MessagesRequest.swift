@@ -172,18 +172,14 @@ public final class MessagesRequest: Sendable {
         let limit = q.limit
         let startQuery = q
 
-        if let cache = vault.openCache, let scope = q.scope {
-            let id = MessageRows.conversationId(for: scope, me: vault.userId ?? "")
-            let now = vault.settings.clock()
-            _ = try? await cache.writer.run { db in try MessageRows.markOpened(id, at: now, in: db) }
-        }
+        // Record that the conversation was opened (`cacheDurationDays`) beside the read, not
+        // before it: the commit is durable (an fsync), and the cached phase must not wait for it.
+        // The fetch still ends only once it is recorded.
+        async let opened: Void = Self.markOpened(q.scope, vault: vault)
 
         let plan = TwoPhasePlan<BaseMessage>(
             cached: { db, context in
-                guard let filter = CachedMessageFilter(startQuery, me: context.me) else { return [] }
-                guard let start = try Self.startCursor(startQuery, direction: direction, in: db) else { return [] }
-                return try MessageRows.page(filter, direction: direction, cursor: start.cursor, limit: limit,
-                                            decoder: context.trustedDecoder, in: db)
+                try MessageRows.cachedPage(startQuery, direction: direction, me: context.me, decoder: context.trustedDecoder, in: db)
             },
             server: { () async throws(BackendError) -> WirePage in try await backend.messages(startQuery) },
             decode: { value, context throws(WireError) -> BaseMessage in
@@ -217,6 +213,14 @@ public final class MessagesRequest: Sendable {
             }
             emit(event)
         }
+        await opened
+    }
+
+    private static func markOpened(_ scope: MessageScope?, vault: OfflineVault) async {
+        guard let cache = vault.openCache, let scope else { return }
+        let id = MessageRows.conversationId(for: scope, me: vault.userId ?? "")
+        let now = vault.settings.clock()
+        _ = try? await cache.writer.run { db in try MessageRows.markOpened(id, at: now, in: db) }
     }
 
     private func advance(_ direction: PageDirection, past items: [BaseMessage]) {
@@ -238,7 +242,9 @@ public final class MessagesRequest: Sendable {
             return Start(cursor: MessageCursor(sentAt: sentAt, id: id))
         }
         if let timestamp = q.timestamp {
-            return Start(cursor: MessageCursor(sentAt: timestamp, id: direction == .previous ? Int.max : 0))
+            // Before every message of that second: `.previous` reads strictly earlier seconds,
+            // `.next` reads that second on, as the server does.
+            return Start(cursor: MessageCursor(sentAt: timestamp, id: Int.min))
         }
         return Start(cursor: nil)
     }

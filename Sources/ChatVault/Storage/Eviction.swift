@@ -47,9 +47,10 @@ package enum Evictor {
         return removed
     }
 
-    /// Cached content bytes counted against `maxStorageSize`.
+    /// Cached content bytes counted against `maxStorageSize`. Unsent messages (no server id) are
+    /// pending sends, part of the outbox, which the budget excludes.
     static func contentBytes(_ db: Database) throws -> Int64 {
-        let messages = try db.scalarInt("SELECT coalesce(sum(length(payload)), 0) FROM messages") ?? 0
+        let messages = try db.scalarInt("SELECT coalesce(sum(length(payload)), 0) FROM messages WHERE server_id IS NOT NULL") ?? 0
         let conversations = try db.scalarInt("SELECT coalesce(sum(length(payload)), 0) FROM conversations") ?? 0
         let snapshots = try db.scalarInt("SELECT coalesce(sum(length(payload)), 0) FROM list_snapshots") ?? 0
         return messages + conversations + snapshots
@@ -86,7 +87,7 @@ package enum Evictor {
         try crowded.bind([.int(Int64(config.maxMessagesPerConversation))])
         var overfull: [String] = []
         while try crowded.step() { overfull.append(crowded.text(0) ?? "") }
-        for id in overfull {
+        for id in overfull where !protected.contains(id) {
             try db.run("""
                 DELETE FROM messages WHERE conversation_id = ? AND server_id IS NOT NULL AND row_id NOT IN (
                     SELECT row_id FROM messages WHERE conversation_id = ? AND server_id IS NOT NULL
@@ -96,25 +97,33 @@ package enum Evictor {
         }
 
         if config.maxStorageSize > 0 {
-            var bytes = try contentBytes(db)
-            while bytes > config.maxStorageSize {
-                try db.run("""
-                    DELETE FROM messages WHERE row_id IN (
-                        SELECT row_id FROM messages WHERE server_id IS NOT NULL AND conversation_id NOT IN (
-                            SELECT conversation_id FROM outbox UNION SELECT conversation_id FROM messages WHERE server_id IS NULL)
-                        ORDER BY sent_at, server_id LIMIT 200)
+            var excess = try contentBytes(db) - config.maxStorageSize
+            if excess > 0 {
+                // Just enough of the oldest messages to cover the excess, not a fixed batch (which
+                // could empty a small cache that was one byte over).
+                let oldest = try db.prepare("""
+                    SELECT row_id, coalesce(length(payload), 0) FROM messages WHERE server_id IS NOT NULL AND conversation_id NOT IN (
+                        SELECT conversation_id FROM outbox UNION SELECT conversation_id FROM messages WHERE server_id IS NULL)
+                    ORDER BY sent_at, server_id
                     """)
-                let removed = db.changes
-                report.messages += removed
-                if removed == 0 {
-                    try db.run("""
-                        DELETE FROM list_snapshots WHERE query_key = (
-                            SELECT query_key FROM list_snapshots ORDER BY last_used, query_key LIMIT 1)
-                        """)
-                    if db.changes == 0 { break }
-                    report.snapshots += db.changes
+                var doomed: [Int64] = []
+                while excess > 0, try oldest.step() {
+                    doomed.append(oldest.int64(0))
+                    excess -= oldest.int64(1)
                 }
-                bytes = try contentBytes(db)
+                oldest.reset()
+                for row in doomed { try db.run("DELETE FROM messages WHERE row_id = ?", .int(row)) }
+                report.messages += doomed.count
+            }
+            // Then the least recently used snapshots.
+            while excess > 0 {
+                try db.run("""
+                    DELETE FROM list_snapshots WHERE query_key = (
+                        SELECT query_key FROM list_snapshots ORDER BY last_used, query_key LIMIT 1)
+                    """)
+                if db.changes == 0 { break }
+                report.snapshots += db.changes
+                excess = try contentBytes(db) - config.maxStorageSize
             }
         }
         return report

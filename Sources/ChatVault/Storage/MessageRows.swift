@@ -1,5 +1,5 @@
 import Foundation
-import VaultStore
+package import VaultStore
 
 /// Bits of `messages.flags`, computed when a message is written, so the cache can answer the
 /// boolean filters in SQL.
@@ -116,8 +116,9 @@ struct CachedMessageFilter: Sendable {
     }
 }
 
-/// Rows of the `messages` table.
-enum MessageRows {
+/// Rows of the `messages` table. Package-visible for the package's tools (see `cachedPage` and
+/// `writeThrough`); everything else in it is internal.
+package enum MessageRows {
     /// The SDK's conversation ids: `<uid>_user_<uid>` (sorted) or `group_<guid>`.
     static func conversationId(for scope: MessageScope, me: String) -> String {
         switch scope {
@@ -269,5 +270,37 @@ enum MessageRows {
     static func markOpened(_ conversationId: String, at time: Date, in db: Database) throws {
         try db.run("INSERT OR REPLACE INTO conversation_opened (conversation_id, opened_at) VALUES (?, ?)",
                    .text(conversationId), .int(Int64(time.timeIntervalSince1970)))
+    }
+}
+
+// MARK: - The cached phase, and writes for the package's tools
+
+extension MessageRows {
+    /// The cached phase of a `MessagesRequest` fetch: the page `fetchPrevious` / `fetchNext`
+    /// deliver from the cache for `query` before asking the server; empty when a server-only
+    /// predicate is active or the message the request starts at is not cached.
+    static func cachedPage(_ query: MessageQuery, direction: PageDirection, me: String, decoder: WireDecoder,
+                           in db: Database) throws -> [BaseMessage] {
+        guard let filter = CachedMessageFilter(query, me: me),
+              let start = try MessagesRequest.startCursor(query, direction: direction, in: db) else { return [] }
+        return try page(filter, direction: direction, cursor: start.cursor, limit: query.limit, decoder: decoder, in: db)
+    }
+
+    /// The same cached phase with the trusted decoder a request uses, for the package's tools
+    /// (`chatvault bench reads` times it).
+    package static func cachedPage(_ query: MessageQuery, direction: PageDirection, me: String, limits: WireLimits,
+                                   in db: Database) throws -> [BaseMessage] {
+        try cachedPage(query, direction: direction, me: me, decoder: WireDecoder(limits: limits, trusted: true), in: db)
+    }
+
+    /// Validates server messages and writes them through, as a read's server phase does before
+    /// delivering them (without reconciling a slice), for the package's tools that build caches
+    /// (`chatvault bench reads`). Call it inside a transaction: a message that fails validation
+    /// throws, and the transaction then leaves the cache as it was.
+    package static func writeThrough(_ wire: [JSONValue], me: String, limits: WireLimits, in db: Database) throws {
+        let decoder = WireDecoder(limits: limits)
+        for value in wire {
+            try upsert(value, try decoder.message(value), me: me, source: .realtime, in: db)
+        }
     }
 }
