@@ -103,6 +103,8 @@ enum OutboxRows {
     /// decoded (damaged in place) is left where it is and skipped, so it blocks nothing else.
     static func rows(pendingOnly: Bool, in db: Database) throws -> [OutboxRow] {
         let stmt = try db.cached("SELECT \(columns) FROM outbox\(pendingOnly ? " WHERE state = 0" : "") ORDER BY seq")
+        // Never left active (a statement in progress blocks VACUUM and checkpoints).
+        defer { stmt.reset() }
         var rows: [OutboxRow] = []
         while try stmt.step() {
             if let row = try? decode(stmt) { rows.append(row) }
