@@ -49,7 +49,7 @@ let package = Package(
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultKeys", "CSQLCipher", "ChatVaultTesting"], swiftSettings: strict),
         .testTarget(name: "ChatVaultTests", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),
         .testTarget(name: "ChatVaultSimulatorTests", dependencies: ["ChatVaultSimulator", "ChatVault"], swiftSettings: strict),
-        .testTarget(name: "CLITests", dependencies: ["chatvault", "ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["chatvault", "ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -10,6 +10,7 @@ let usage = """
       seed      --dir D --user U [--messages N] [--pending P] [--encryption on|off] [--marker TEXT] [--keystore …] [--json]
       open      --dir D --user U [--encryption on|off] [--failure-behavior onlineOnly|plaintextFallback] [--keystore …] [--json]
       status    --dir D [--user U] [--marker TEXT] [--json]
+      outbox    --dir D --user U [--keystore …] [--json]
       bench     open [--runs N] [--messages M] [--keystore …] [--json]
       version
 
@@ -25,6 +26,7 @@ do {
     case "seed": status = try await SeedCommand.run(rest)
     case "open": status = try await OpenCommand.run(rest)
     case "status": status = try StatusCommand.run(rest)
+    case "outbox": status = try await OutboxCommand.run(rest)
     case "scenarios": status = try await ScenariosCommand.run(rest)
     case ScenarioChild.verb: status = try await ScenarioChild.run(rest)
     case "bench": status = try await BenchCommand.run(rest)
