@@ -27,6 +27,7 @@ do {
     case "open": status = try await OpenCommand.run(rest)
     case "status": status = try StatusCommand.run(rest)
     case "outbox": status = try await OutboxCommand.run(rest)
+    case OutboxStressCommand.verb: status = try await OutboxStressCommand.run(rest)
     case "scenarios": status = try await ScenariosCommand.run(rest)
     case ScenarioChild.verb: status = try await ScenarioChild.run(rest)
     case "bench": status = try await BenchCommand.run(rest)
