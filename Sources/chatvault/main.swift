@@ -11,6 +11,7 @@ let usage = """
       open      --dir D --user U [--encryption on|off] [--failure-behavior onlineOnly|plaintextFallback] [--keystore …] [--json]
       status    --dir D [--user U] [--marker TEXT] [--json]
       outbox    --dir D --user U [--keystore …] [--json]
+      demo      [--messages N] [--json]
       bench     open [--runs N] [--messages M] [--keystore …] [--json]
       version
 
@@ -27,6 +28,7 @@ do {
     case "open": status = try await OpenCommand.run(rest)
     case "status": status = try StatusCommand.run(rest)
     case "outbox": status = try await OutboxCommand.run(rest)
+    case "demo": status = try await DemoCommand.run(rest)
     case OutboxStressCommand.verb: status = try await OutboxStressCommand.run(rest)
     case "scenarios": status = try await ScenariosCommand.run(rest)
     case ScenarioChild.verb: status = try await ScenarioChild.run(rest)
