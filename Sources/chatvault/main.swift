@@ -13,6 +13,7 @@ let usage = """
       outbox    --dir D --user U [--keystore …] [--json]
       demo      [--messages N] [--json]
       bench     open [--runs N] [--messages M] [--keystore …] [--json]
+      bench     outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json]
       version
 
     Common options: --app ID (default \(CommonOptions.defaultApplicationId)), --key-dir K (key files for --keystore file).

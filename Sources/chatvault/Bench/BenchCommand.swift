@@ -3,15 +3,16 @@ import VaultKeys
 import VaultStore
 
 /// `chatvault bench <benchmark> …`: benchmarks of the budgets in
-/// shared/reference/performance-budget.md. Today: `open`.
+/// shared/reference/performance-budget.md: `open` and `outbox`.
 enum BenchCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
         guard let benchmark = raw.first, !benchmark.hasPrefix("-") else {
-            throw CLIError.usage("bench needs a benchmark: chatvault bench open [--runs N] [--messages M] [--keystore secret-service|file|memory] [--json]")
+            throw CLIError.usage("bench needs a benchmark: chatvault bench open|outbox [--runs N] … [--keystore secret-service|file|memory] [--json]")
         }
         switch benchmark {
         case "open": return try OpenBenchCommand.run(Array(raw.dropFirst()))
-        default: throw CLIError.usage("unknown benchmark '\(benchmark)'; available: open")
+        case "outbox": return try await OutboxBenchCommand.run(Array(raw.dropFirst()))
+        default: throw CLIError.usage("unknown benchmark '\(benchmark)'; available: open, outbox")
         }
     }
 }
