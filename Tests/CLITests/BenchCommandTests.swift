@@ -120,7 +120,7 @@ final class BenchCommandTests: XCTestCase {
         XCTAssertEqual(number(batch["sends"]), 50)
         XCTAssertEqual(number(batch["runs"]), 1)
         let batchDesigns = try XCTUnwrap(batch["designs"] as? [String: Any])
-        XCTAssertEqual(Set(batchDesigns.keys), ["encrypted", "plaintext"])
+        XCTAssertEqual(Set(batchDesigns.keys), ["encrypted", "plaintext", "encryptedSynchronousOff"])
         for (name, value) in batchDesigns {
             let design = try XCTUnwrap(value as? [String: Any])
             checkSummary(design, "batch.designs.\(name)", runs: 1)
