@@ -42,14 +42,15 @@ let package = Package(
         // Test support shipped for apps' own tests too: a headless gnome-keyring, private buses,
         // a subprocess runner that daemons cannot hang.
         .target(name: "ChatVaultTesting", dependencies: ["VaultKeys"], swiftSettings: strict),
-        // Tool: audit and scenario CLI over the public API.
-        .executableTarget(name: "chatvault", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
+        // Tool: audit, scenario, demo and benchmark CLI over the public API (the demo and the
+        // outbox benchmark run against the in-process simulator).
+        .executableTarget(name: "chatvault", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),
 
         .testTarget(name: "VaultKeysTests", dependencies: ["VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultKeys", "CSQLCipher", "ChatVaultTesting"], swiftSettings: strict),
         .testTarget(name: "ChatVaultTests", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),
         .testTarget(name: "ChatVaultSimulatorTests", dependencies: ["ChatVaultSimulator", "ChatVault"], swiftSettings: strict),
-        .testTarget(name: "CLITests", dependencies: ["chatvault", "ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["chatvault", "ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -10,8 +10,11 @@ let usage = """
       seed      --dir D --user U [--messages N] [--pending P] [--encryption on|off] [--marker TEXT] [--keystore …] [--json]
       open      --dir D --user U [--encryption on|off] [--failure-behavior onlineOnly|plaintextFallback] [--keystore …] [--json]
       status    --dir D [--user U] [--marker TEXT] [--json]
+      outbox    --dir D --user U [--keystore …] [--json]
+      demo      [--messages N] [--json]
       bench     open [--runs N] [--messages M] [--keystore …] [--json]
       bench     reads [--runs N] [--messages M] [--conversations C] [--json]
+      bench     outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json]
       version
 
     Common options: --app ID (default \(CommonOptions.defaultApplicationId)), --key-dir K (key files for --keystore file).
@@ -26,6 +29,9 @@ do {
     case "seed": status = try await SeedCommand.run(rest)
     case "open": status = try await OpenCommand.run(rest)
     case "status": status = try StatusCommand.run(rest)
+    case "outbox": status = try await OutboxCommand.run(rest)
+    case "demo": status = try await DemoCommand.run(rest)
+    case OutboxStressCommand.verb: status = try await OutboxStressCommand.run(rest)
     case "scenarios": status = try await ScenariosCommand.run(rest)
     case ScenarioChild.verb: status = try await ScenarioChild.run(rest)
     case "bench": status = try await BenchCommand.run(rest)

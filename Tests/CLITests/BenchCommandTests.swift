@@ -81,12 +81,84 @@ final class BenchCommandTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: tmp), [])
     }
 
+    /// `bench outbox` with small counts: the documented fields and a consistent verdict, never the
+    /// timings themselves.
+    func testOutboxJSONHasTheDocumentedFields() throws {
+        let run = try runChatvault(["bench", "outbox", "--runs", "3", "--batch-runs", "1", "--flush-messages", "120", "--flush-runs", "1", "--json"])
+        XCTAssertTrue([0, 1].contains(run.status), "exit status \(run.status) (0 within budget, 1 over); stderr: \(run.stderr)")
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: run.stdout) as? [String: Any],
+                                   "stdout is not a JSON object: \(String(decoding: run.stdout, as: UTF8.self))")
+        XCTAssertEqual(report["benchmark"] as? String, "outbox")
+        XCTAssertEqual(report["keystore"] as? String, "memory")
+        XCTAssertTrue(["debug", "release"].contains(report["build"] as? String ?? ""))
+        XCTAssertNotNil((report["engine"] as? [String: Any])?["cipher"] as? String)
+
+        func checkSummary(_ object: [String: Any], _ name: String, runs: Int) {
+            for field in ["medianMs", "p90Ms", "minMs", "maxMs"] {
+                XCTAssertGreaterThan(number(object[field]) ?? 0, 0, "\(name).\(field)")
+            }
+            XCTAssertEqual(number(object["runs"]), Double(runs), "\(name).runs")
+            XCTAssertGreaterThanOrEqual(number(object["p90Ms"]) ?? 0, number(object["medianMs"]) ?? .infinity, "\(name): p90 below the median")
+        }
+        let enqueue = try XCTUnwrap(report["enqueue"] as? [String: Any])
+        XCTAssertEqual(number(enqueue["runs"]), 3)
+        XCTAssertGreaterThan(number(enqueue["warmupRuns"]) ?? 0, 0)
+        let designs = try XCTUnwrap(enqueue["designs"] as? [String: Any])
+        XCTAssertEqual(Set(designs.keys), ["encrypted", "plaintext", "encryptedSynchronousOff"])
+        for (name, value) in designs {
+            let design = try XCTUnwrap(value as? [String: Any])
+            checkSummary(design, "enqueue.designs.\(name)", runs: 3)
+            XCTAssertGreaterThan(number(design["commitOnlyMedianMs"]) ?? 0, 0, "enqueue.designs.\(name).commitOnlyMedianMs")
+        }
+        XCTAssertGreaterThan(number(enqueue["encryptedOverPlaintext"]) ?? 0, 0)
+        let profile = try XCTUnwrap(enqueue["profile"] as? [String: Any])
+        for field in ["fsyncMedianMs", "fsyncP90Ms", "commitOnlyMedianMs", "durableCommitShareMs", "engineWithoutFsyncMedianMs"] {
+            XCTAssertNotNil(number(profile[field]), "enqueue.profile.\(field)")
+        }
+
+        let batch = try XCTUnwrap(report["batch"] as? [String: Any])
+        XCTAssertEqual(number(batch["sends"]), 50)
+        XCTAssertEqual(number(batch["runs"]), 1)
+        let batchDesigns = try XCTUnwrap(batch["designs"] as? [String: Any])
+        XCTAssertEqual(Set(batchDesigns.keys), ["encrypted", "plaintext", "encryptedSynchronousOff"])
+        for (name, value) in batchDesigns {
+            let design = try XCTUnwrap(value as? [String: Any])
+            checkSummary(design, "batch.designs.\(name)", runs: 1)
+            XCTAssertGreaterThan(number(design["perSendMedianMs"]) ?? 0, 0)
+        }
+        XCTAssertGreaterThan(number(batch["encryptedOverPlaintext"]) ?? 0, 0)
+
+        let flush = try XCTUnwrap(report["flush"] as? [String: Any])
+        checkSummary(flush, "flush", runs: 1)
+        XCTAssertEqual(number(flush["messages"]), 120)
+        XCTAssertEqual(number(flush["batchSize"]), 100)
+        XCTAssertGreaterThan(number(flush["messagesPerSecond"]) ?? 0, 0)
+        XCTAssertGreaterThan(number(flush["drainMessagesPerSecond"]) ?? 0, 0)
+        XCTAssertNotNil(number(flush["reconnectToFirstSentMedianMs"]))
+        // One warm-up batch of 100, then the measured 120: every one stored once.
+        XCTAssertEqual(number(flush["serverMessages"]), 220)
+        XCTAssertEqual(number(flush["duplicates"]), 0)
+
+        let budget = try XCTUnwrap(report["budget"] as? [String: Any])
+        XCTAssertEqual(number(budget["enqueueMedianMs"]), 1)
+        XCTAssertEqual(number(budget["batchMedianMs"]), 50)
+        XCTAssertNotNil(budget["enqueueWithinBudget"] as? Bool)
+        XCTAssertNotNil(budget["batchWithinBudget"] as? Bool)
+        let within = try XCTUnwrap(budget["withinBudget"] as? Bool)
+        XCTAssertEqual(within, (try XCTUnwrap(budget["failures"] as? [Any])).isEmpty, "withinBudget disagrees with failures")
+        XCTAssertEqual(run.status, within ? 0 : 1, "the exit status must follow budget.withinBudget")
+        XCTAssertFalse(run.stderr.contains("bench message"))
+        XCTAssertFalse(String(decoding: run.stdout, as: UTF8.self).contains("bench message"))
+    }
+
     func testUsageErrors() throws {
         XCTAssertEqual(try runChatvault(["bench"]).status, 2)
         XCTAssertEqual(try runChatvault(["bench", "nonsense"]).status, 2)
         XCTAssertEqual(try runChatvault(["bench", "open", "--runs", "0"]).status, 2)
         XCTAssertEqual(try runChatvault(["bench", "open", "--keystore", "nowhere"]).status, 2)
         XCTAssertEqual(try runChatvault(["bench", "open", "--no-such-option", "1"]).status, 2)
+        XCTAssertEqual(try runChatvault(["bench", "outbox", "--runs", "0"]).status, 2)
+        XCTAssertEqual(try runChatvault(["bench", "outbox", "--flush-messages", "x"]).status, 2)
     }
 
     // MARK: - Support

@@ -1,0 +1,173 @@
+import ChatVault
+import ChatVaultTesting
+import Foundation
+import VaultKeys
+import VaultStore
+import XCTest
+
+/// The outbox's durability promise under a real crash: `onMessagePending` fires only after the
+/// message's row is committed, so every local id `chatvault outbox-stress` printed from inside it
+/// before a SIGKILL must be in the outbox afterwards, and the cache must open cleanly (no reset).
+///
+/// 25 rounds; each kills the stress process at a seeded random moment between 20 and 300 ms after
+/// it starts, which lands before the cache is open, while sends are being committed, or after the
+/// last. The key lives in a software key store in a temporary directory (no keyring involved), so
+/// the child process and this one share it.
+final class OutboxCrashTests: XCTestCase {
+    let app = "org.chatvault.clitests.crash"
+    let user = "crash-user"
+    static let rounds = 25
+    static let seed: UInt64 = 0x0b0c_5eed
+
+    func testEveryLocalIdPrintedBeforeASigkillIsInTheOutboxAndTheCacheOpensCleanly() async throws {
+        let root = TemporaryDirectory()
+        let keys = TemporaryDirectory()
+        let keyDirectory = "\(keys.path)/keys"
+        let options = ["--dir", root.path, "--user", user, "--app", app, "--keystore", "file", "--key-dir", keyDirectory]
+
+        // The cache exists before the first kill (creating it is not what is under test).
+        let create = try CLI.run(["outbox-stress"] + options + ["--count", "0"])
+        XCTAssertEqual(create.status, 0, create.stderr)
+        let cacheId = try await verify(root: root.path, keyDirectory: keyDirectory, printed: [], round: 0)
+
+        var random = SplitMix64(seed: Self.seed)
+        var killedWhileSending = 0
+        var killedBeforeReady = 0
+        var finished = 0
+        var checked = 0
+        for round in 1...Self.rounds {
+            let delay = 20 + Int(random.next() % 281)
+            let run = try KilledRun.start([CLI.binary, "outbox-stress"] + options + ["--count", "100"], killAfter: .milliseconds(delay))
+            let lines = run.stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+            let ids = lines.filter { $0 != "ready" && $0 != "done" }
+            if lines.contains("done") {
+                finished += 1
+            } else if lines.contains("ready") {
+                killedWhileSending += 1
+            } else {
+                killedBeforeReady += 1
+            }
+            XCTAssertTrue(run.killed || run.status == 0, "round \(round): exit \(run.status): \(run.stderr)")
+            XCTAssertEqual(Set(ids).count, ids.count, "round \(round): a local id printed twice")
+            checked += ids.count
+            let reopened = try await verify(root: root.path, keyDirectory: keyDirectory, printed: ids, round: round)
+            XCTAssertEqual(reopened, cacheId, "round \(round): the cache was replaced")
+            // Through the CLI too, now and then (it must list exactly what the engine sees).
+            if round % 8 == 0 {
+                let listing = try CLI.run(["outbox"] + options + ["--json"])
+                XCTAssertEqual(listing.status, 0, listing.stderr)
+                XCTAssertEqual((try listing.json()["resets"] as? [Any])?.count, 0)
+                XCTAssertEqual(try listing.json()["count"] as? Int, 0, "round \(round): the verification discards everything")
+            }
+        }
+        // The kills must have landed where it matters, not only before or after the sends.
+        XCTAssertGreaterThan(killedWhileSending, 0, "no kill landed while sends were being committed")
+        print("OutboxCrashTests: \(Self.rounds) rounds: \(killedWhileSending) killed while sending, \(killedBeforeReady) before the cache was open, "
+              + "\(finished) finished first; \(checked) printed local ids found in the outbox")
+    }
+
+    /// Opens the cache in this process: it must be ready with no reset, and hold every printed id as
+    /// a pending message. Empties the outbox (the queue holds at most 100) and returns the cache id.
+    private func verify(root: String, keyDirectory: String, printed: [String], round: Int) async throws -> String {
+        let settings = VaultSettings(applicationId: app, rootDirectory: root, keyStorage: [.software(directory: keyDirectory)],
+                                     callbackExecutor: .queue(DispatchQueue(label: "crash-tests")))
+        let vault = try OfflineVault(config: OfflineConfig.Builder().setEnabled(true).setEncryption(true).setMaxPendingMessages(100).build(),
+                                     settings: settings)
+        let resets = ResetCalls()
+        vault.addOfflineCacheResetListener("crash-tests", resets)
+        let attempt = await vault.login(userId: user)
+        XCTAssertEqual(attempt.state, .ready, "round \(round): \(attempt.notes)")
+        XCTAssertEqual(resets.count, 0, "round \(round): the cache was reset")
+        XCTAssertEqual(attempt.resets.count, 0, "round \(round): the cache was reset")
+        let pending = try await vault.pendingMessages()
+        let present = Set(pending.compactMap(\.localMessageId))
+        let missing = printed.filter { !present.contains($0) }
+        XCTAssertEqual(missing, [], "round \(round): \(missing.count) of \(printed.count) ids reported pending are not in the outbox")
+        XCTAssertTrue(pending.allSatisfy { $0.messageStatus == .pending }, "round \(round)")
+        for message in pending {
+            try await vault.discard(try XCTUnwrap(message.localMessageId))
+        }
+        let cacheId = try XCTUnwrap(attempt.cacheId)
+        await vault.logout()
+        return cacheId
+    }
+}
+
+/// Counts reset-listener calls.
+final class ResetCalls: OfflineCacheResetListener, @unchecked Sendable {
+    private let lock = NSLock()
+    private var calls = 0
+
+    var count: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return calls
+    }
+
+    func onOfflineCacheReset(_ reason: OfflineCacheResetReason, _ pendingMessagesLost: Int) {
+        lock.lock()
+        calls += 1
+        lock.unlock()
+    }
+}
+
+/// A child process killed with SIGKILL after a delay (unless it exited first). Its stdout and
+/// stderr go to files, so what it wrote before the kill can be read whole afterwards.
+struct KilledRun {
+    var stdout: String
+    var stderr: String
+    /// Whether SIGKILL ended it (false: it exited on its own first).
+    var killed: Bool
+    var status: Int32
+
+    static func start(_ arguments: [String], killAfter delay: Duration) throws -> KilledRun {
+        let scratch = TemporaryDirectory()
+        let outPath = "\(scratch.path)/out"
+        let errPath = "\(scratch.path)/err"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
+        guard spawned == 0 else { throw SpawnFailed(errno: spawned) }
+        let (seconds, attoseconds) = delay.components
+        usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let signaled = status & 0x7f != 0
+        return KilledRun(stdout: String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self),
+                         stderr: String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self),
+                         killed: signaled && status & 0x7f == SIGKILL, status: signaled ? 128 + (status & 0x7f) : (status >> 8) & 0xff)
+    }
+}
+
+struct SpawnFailed: Error {
+    var errno: Int32
+}
+
+/// A small seeded generator (SplitMix64), so every run kills at the same moments.
+struct SplitMix64 {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
