@@ -16,6 +16,20 @@ import VaultStore
 /// `setInteractionGoalCompletedOnly(_:)`, or one sender in a group) makes the cached page empty.
 /// Enrichment flags never block it. Run one fetch at a time: a second one while the first is in
 /// flight fails with `ERROR_REQUEST_IN_PROGRESS`.
+///
+/// Paging: `fetchPrevious` and `fetchNext` each keep two positions, one in the cache and one on
+/// the server, both starting where the request was built to start (the newest or oldest end, the
+/// message, or the time). The cached page continues from the cache's position and the server page
+/// from the server's; the server's advances only by server pages, to each page's far edge. The
+/// cache's advances by a cached page when the fetch ends offline (`ERROR_INTERNET_UNAVAILABLE`), so
+/// offline paging walks on through the cache, and it realigns on every server page: to that page's
+/// far edge, or to where the page started when it was empty, so that the next cached and server
+/// pages start at the same place. The cache cannot know what it lacks: offline paging may step over
+/// messages the server has (a gap between cached ranges), but the server's position never does, so
+/// once the server answers again its pages go on from its own last page and bring every message
+/// it has, each once. A realignment can move the cache's position back over messages offline paging
+/// already showed; the app reconciles them by id. Any other failure (a server error, a refused
+/// page, a fetch in flight) moves neither position, so the same fetch can be retried.
 public final class MessagesRequest: Sendable {
     /// Builds a `MessagesRequest` (`MessagesRequest.MessageRequestBuilder()` in the SDK).
     public final class MessageRequestBuilder {
@@ -80,7 +94,16 @@ public final class MessagesRequest: Sendable {
     private let vault: OfflineVault?
     private let gate = InFlightGate()
     /// Where the next `fetchPrevious` / `fetchNext` continue from.
-    private let cursors = Mutex<[PageDirection: MessageCursor]>([:])
+    private let positions = Mutex<[PageDirection: Positions]>([:])
+
+    /// One direction's positions (nil: where the request was built to start).
+    private struct Positions {
+        /// The far edge of the last server page: the next server page starts beyond it.
+        var server: MessageCursor?
+        /// Where the next cached page starts beyond: the last cached page of a fetch that ended
+        /// offline, or the server's position once the server answered since.
+        var cache: MessageCursor?
+    }
 
     init(vault: OfflineVault?, query: MessageQuery) {
         self.vault = vault
@@ -160,28 +183,24 @@ public final class MessagesRequest: Sendable {
     /// One fetch: the query for this page, its plan, and cursor bookkeeping.
     private func run(_ direction: PageDirection, vault: OfflineVault, cachedPhase: Bool,
                      emit: @escaping @Sendable (ReadEvent<BaseMessage>) -> Void) async {
-        var q = query
-        q.direction = direction
-        let cursor = cursors.withLock { $0[direction] }
-        if let cursor {
-            q.cursor = cursor
-            q.messageId = nil
-            q.timestamp = nil
-        }
+        var base = query
+        base.direction = direction
+        let at = positions.withLock { $0[direction] ?? Positions() }
+        let cacheQuery = Self.query(base, from: at.cache)
+        let serverQuery = Self.query(base, from: at.server)
         let backend = vault.backend
-        let limit = q.limit
-        let startQuery = q
+        let limit = base.limit
 
         // Record that the conversation was opened (`cacheDurationDays`) beside the read, not
         // before it: the commit is durable (an fsync), and the cached phase must not wait for it.
         // The fetch still ends only once it is recorded.
-        async let opened: Void = Self.markOpened(q.scope, vault: vault)
+        async let opened: Void = Self.markOpened(base.scope, vault: vault)
 
         let plan = TwoPhasePlan<BaseMessage>(
             cached: { db, context in
-                try MessageRows.cachedPage(startQuery, direction: direction, me: context.me, decoder: context.trustedDecoder, in: db)
+                try MessageRows.cachedPage(cacheQuery, direction: direction, me: context.me, decoder: context.trustedDecoder, in: db)
             },
-            server: { () async throws(BackendError) -> WirePage in try await backend.messages(startQuery) },
+            server: { () async throws(BackendError) -> WirePage in try await backend.messages(serverQuery) },
             decode: { value, context throws(WireError) -> BaseMessage in
                 let message = try context.decoder.message(value)
                 message.messageStatus = MessageRows.status(of: message, me: context.me)
@@ -192,9 +211,9 @@ public final class MessagesRequest: Sendable {
                     try MessageRows.upsert(value, message, me: context.me, source: .realtime, in: db)
                 }
                 // Reconcile only when the cache can evaluate every filter, and only within the
-                // slice the page covers.
-                guard let filter = CachedMessageFilter(startQuery, me: context.me),
-                      let start = try Self.startCursor(startQuery, direction: direction, in: db) else { return }
+                // slice the page covers (from the server's position, not the cache's).
+                guard let filter = CachedMessageFilter(serverQuery, me: context.me),
+                      let start = try Self.startCursor(serverQuery, direction: direction, in: db) else { return }
                 try MessageRows.reconcile(filter, direction: direction, cursor: start.cursor, limit: limit,
                                           server: items, decoder: context.trustedDecoder, in: db)
             })
@@ -204,11 +223,11 @@ public final class MessagesRequest: Sendable {
             case .cached(let items):
                 cachedSeen.withLock { $0 = items }
             case .server(let items):
-                self.advance(direction, past: items)
+                self.serverAnswered(direction, with: items)
             case .failed(let error):
-                // Offline, paging continues through the cache.
+                // Offline, paging continues through the cache (the server's position stays).
                 if error.errorCode == OfflineErrorCode.internetUnavailable.rawValue {
-                    self.advance(direction, past: cachedSeen.withLock { $0 })
+                    self.cacheAdvanced(direction, past: cachedSeen.withLock { $0 })
                 }
             }
             emit(event)
@@ -223,10 +242,51 @@ public final class MessagesRequest: Sendable {
         _ = try? await cache.writer.run { db in try MessageRows.markOpened(id, at: now, in: db) }
     }
 
-    private func advance(_ direction: PageDirection, past items: [BaseMessage]) {
+    /// The request's settings, continuing beyond `position` when there is one (the builder's
+    /// message or time only place the first page).
+    private static func query(_ base: MessageQuery, from position: MessageCursor?) -> MessageQuery {
+        guard let position else { return base }
+        var q = base
+        q.cursor = position
+        q.messageId = nil
+        q.timestamp = nil
+        return q
+    }
+
+    /// A server page: the server's position moves to its far edge (never back, even when a hostile
+    /// page holds messages behind it), and the cache's realigns on the server's.
+    private func serverAnswered(_ direction: PageDirection, with items: [BaseMessage]) {
+        let edge = Self.farEdge(of: items, direction)
+        positions.withLock { p in
+            var at = p[direction] ?? Positions()
+            if let edge { at.server = Self.further(edge, at.server, direction) }
+            at.cache = at.server
+            p[direction] = at
+        }
+    }
+
+    /// A cached page of a fetch that ended offline: the cache's position moves past it.
+    private func cacheAdvanced(_ direction: PageDirection, past items: [BaseMessage]) {
+        guard let edge = Self.farEdge(of: items, direction) else { return }
+        positions.withLock { p in
+            var at = p[direction] ?? Positions()
+            at.cache = Self.further(edge, at.cache, direction)
+            p[direction] = at
+        }
+    }
+
+    /// The message of a page furthest in `direction` (the oldest for `.previous`).
+    static func farEdge(of items: [BaseMessage], _ direction: PageDirection) -> MessageCursor? {
         let keys = items.map { ($0.sentAt, $0.id) }
-        guard let edge = direction == .previous ? keys.min(by: <) : keys.max(by: <) else { return }
-        cursors.withLock { $0[direction] = MessageCursor(sentAt: edge.0, id: edge.1) }
+        guard let edge = direction == .previous ? keys.min(by: <) : keys.max(by: <) else { return nil }
+        return MessageCursor(sentAt: edge.0, id: edge.1)
+    }
+
+    /// The further of two positions in `direction`.
+    static func further(_ a: MessageCursor, _ b: MessageCursor?, _ direction: PageDirection) -> MessageCursor {
+        guard let b else { return a }
+        let aFirst = (a.sentAt, a.id) < (b.sentAt, b.id)
+        return (direction == .previous) == aFirst ? a : b
     }
 
     /// Where a page starts in the cache: after the cursor, or at the message or time the request
