@@ -37,7 +37,10 @@ final class OutboxCrashTests: XCTestCase {
         var checked = 0
         for round in 1...Self.rounds {
             let delay = 20 + Int(random.next() % 281)
-            let run = try KilledRun.start([CLI.binary, "outbox-stress"] + options + ["--count", "100"], killAfter: .milliseconds(delay))
+            // Sends waiting together are committed together, so back to back they all land in a few
+            // milliseconds; spaced 2 ms apart they span the kill window.
+            let run = try KilledRun.start([CLI.binary, "outbox-stress"] + options + ["--count", "100", "--interval-ms", "2"],
+                                          killAfter: .milliseconds(delay))
             let lines = run.stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
             let ids = lines.filter { $0 != "ready" && $0 != "done" }
             if lines.contains("done") {

@@ -107,7 +107,7 @@ extension OfflineVault {
         let live = LiveSend(message: message, onPending: { m in if let m = m as? Message { onPending(m) } },
                             onSent: { m in if let m = m as? Message { onSent(m) } }, onError: onError)
         let composedAt = settings.clock()
-        outbox.admission.async { self.admit(message, wire: wire, kind: kind, live: live, composedAt: composedAt) }
+        enqueueAdmission(Admission(wire: wire, kind: kind, live: live, composedAt: composedAt))
     }
 
     // MARK: - Classic sends (never queued)

@@ -13,6 +13,14 @@ struct LiveSend: Sendable {
     var notified = false
 }
 
+/// A validated send waiting to be admitted into the outbox.
+struct Admission: Sendable {
+    let wire: JSONValue
+    let kind: OutboxKind
+    let live: LiveSend
+    let composedAt: Date
+}
+
 /// A `retryMessage(_:onSuccess:onError:)` waiting for its attempt's outcome.
 struct RetryWaiter: Sendable {
     let onSuccess: @Sendable () -> Void
@@ -27,6 +35,9 @@ final class OutboxCore: Sendable {
         /// eviction (which also run there) sees a consistent picture.
         var inFlight: Set<String> = []
         var waiters: [String: [RetryWaiter]] = [:]
+        /// Sends waiting for the admission queue, in call order.
+        var admissions: [Admission] = []
+        var admissionScheduled = false
         var passRunning = false
         var wantAll = false
         var wantTargets: Set<String> = []
@@ -58,82 +69,133 @@ enum AttemptOutcome: Sendable {
 extension OfflineVault {
     // MARK: - Admission
 
-    /// Validates, copies media, commits the row durably, then reports pending (or the refusal),
-    /// and asks for an attempt. Runs on the admission queue.
-    func admit(_ message: BaseMessage, wire: JSONValue, kind: OutboxKind, live: LiveSend, composedAt: Date) {
-        let executor = settings.callbackExecutor
-        guard let localId = message.localMessageId, let cache = openCache, let me = userId else {
-            let error = CometChatException(.offlineMessagePersistFailed, "The message was not queued: the offline cache is not available. Try again.")
-            return executor.execute { live.onError(error) }
+    /// Queues a validated send for admission. Sends waiting together are committed together: one
+    /// `synchronous=FULL` commit (one disk sync) for the whole group, each send still admitted on
+    /// its own terms (cap, overflow, byte budget) in call order.
+    func enqueueAdmission(_ admission: Admission) {
+        let schedule = outbox.state.withLock { s -> Bool in
+            s.admissions.append(admission)
+            defer { s.admissionScheduled = true }
+            return !s.admissionScheduled
         }
-        let scope: MessageScope = message.receiverType == .group ? .group(message.receiverUid) : .user(message.receiverUid)
-        var files: [OutgoingFile] = []
-        if let media = message as? MediaMessage, !media.localFiles.isEmpty {
-            do {
-                files = try OutgoingCopies.copy(media.localFiles, localId: localId, into: cache.directory)
-            } catch {
-                executor.execute {
-                    message.messageStatus = .failed
-                    message.failureReason = .permanent
-                    live.onError(error)
-                }
-                return
+        if schedule { outbox.admission.async { self.drainAdmissions() } }
+    }
+
+    /// Runs on the admission queue: takes every send waiting and admits them as one group.
+    private func drainAdmissions() {
+        let batch = outbox.state.withLock { s -> [Admission] in
+            defer {
+                s.admissions.removeAll()
+                s.admissionScheduled = false
             }
+            return s.admissions
         }
-        let createdAt = Int64((composedAt.timeIntervalSince1970 * 1000).rounded())
-        let row = OutboxRow(localId: localId, seq: 0, conversationId: MessageRows.conversationId(for: scope, me: me), kind: kind,
-                            state: .pending, failureReason: nil, attempts: 0, createdAt: createdAt, message: wire, senderUid: me, files: files)
+        guard !batch.isEmpty else { return }
+        let executor = settings.callbackExecutor
+        guard let cache = openCache, let me = userId else {
+            let error = CometChatException(.offlineMessagePersistFailed, "The message was not queued: the offline cache is not available. Try again.")
+            for admission in batch { executor.execute { admission.live.onError(error) } }
+            return
+        }
+        // Media first (outside the transaction): a copy that fails is a permanent failure with no
+        // pending stage.
+        var rows: [(Admission, OutboxRow)] = []
+        for admission in batch {
+            let message = admission.live.message
+            guard let localId = message.localMessageId else { continue }
+            var files: [OutgoingFile] = []
+            if let media = message as? MediaMessage, !media.localFiles.isEmpty {
+                do {
+                    files = try OutgoingCopies.copy(media.localFiles, localId: localId, into: cache.directory)
+                } catch {
+                    executor.execute {
+                        message.messageStatus = .failed
+                        message.failureReason = .permanent
+                        admission.live.onError(error)
+                    }
+                    continue
+                }
+            }
+            let scope: MessageScope = message.receiverType == .group ? .group(message.receiverUid) : .user(message.receiverUid)
+            let createdAt = Int64((admission.composedAt.timeIntervalSince1970 * 1000).rounded())
+            rows.append((admission, OutboxRow(localId: localId, seq: 0, conversationId: MessageRows.conversationId(for: scope, me: me),
+                                              kind: admission.kind, state: .pending, failureReason: nil, attempts: 0, createdAt: createdAt,
+                                              message: admission.wire, senderUid: me, files: files)))
+        }
+        guard !rows.isEmpty else { return }
         let capacity = config.maxPendingMessages
         let policy = config.pendingQueueOverflowPolicy
         let budget: Int64? = config.maxMediaCacheSize > 0 ? config.maxMediaCacheSize : nil
-        let outcome: (EnqueueOutcome, [String])
+        let candidates = rows.map(\.1)
+        let outcomes: [(EnqueueOutcome, [String])]
         do {
-            outcome = try cache.writer.sync { db -> (EnqueueOutcome, [String]) in
-                var row = row
-                row.seq = try OutboxRows.nextSeq(in: db)
-                let inFlight = self.outbox.state.withLock { $0.inFlight }
-                var remove: [String] = []
-                let result = try OutboxRows.enqueue(row, capacity: capacity, policy: policy, inFlight: inFlight,
-                                                    mediaBudget: budget, removeFiles: &remove, in: db)
-                if case .queued = result {
-                    self.outbox.state.withLock { $0.live[localId] = live }
+            outcomes = try cache.writer.sync { db -> [(EnqueueOutcome, [String])] in
+                let results = try db.transaction { () throws -> [(EnqueueOutcome, [String])] in
+                    let inFlight = self.outbox.state.withLock { $0.inFlight }
+                    var results: [(EnqueueOutcome, [String])] = []
+                    for candidate in candidates {
+                        var row = candidate
+                        row.seq = try OutboxRows.nextSeq(in: db)
+                        var remove: [String] = []
+                        let result = try OutboxRows.enqueue(row, capacity: capacity, policy: policy, inFlight: inFlight,
+                                                            mediaBudget: budget, removeFiles: &remove, in: db)
+                        results.append((result, remove))
+                    }
+                    return results
                 }
-                return (result, remove)
+                // Committed: the live sends are known before any pass (which needs this queue) can
+                // claim their rows.
+                self.outbox.state.withLock { s in
+                    for ((admission, row), (result, _)) in zip(rows, results) {
+                        if case .queued = result { s.live[row.localId] = admission.live }
+                    }
+                }
+                return results
             }
         } catch {
-            OutgoingCopies.remove(localId: localId, in: cache.directory)
             let failure = CometChatException(.offlineMessagePersistFailed, "The message was not queued: the offline cache refused the write. Try again.")
-            return executor.execute { live.onError(failure) }
+            for (admission, row) in rows {
+                OutgoingCopies.remove(localId: row.localId, in: cache.directory)
+                executor.execute { admission.live.onError(failure) }
+            }
+            return
         }
-        OutgoingCopies.removeFiles(outcome.1, in: cache.directory)
-        switch outcome.0 {
-        case .refused(let reason):
-            OutgoingCopies.remove(localId: localId, in: cache.directory)
-            let listeners = outbox.listeners.live()
-            let error = Self.exception(for: reason)
-            executor.execute {
-                message.messageStatus = .pending
-                live.onPending(message)
-                for listener in listeners { listener.onOutboxMessagePending(message) }
-                message.messageStatus = .failed
-                message.failureReason = reason
-                live.onError(error)
-                for listener in listeners { listener.onOutboxMessageFailed(message, reason) }
+        let listeners = outbox.listeners.live()
+        var queued: Set<String> = []
+        for ((admission, row), (outcome, remove)) in zip(rows, outcomes) {
+            OutgoingCopies.removeFiles(remove, in: cache.directory)
+            let message = admission.live.message
+            let live = admission.live
+            switch outcome {
+            case .refused(let reason):
+                OutgoingCopies.remove(localId: row.localId, in: cache.directory)
+                let error = Self.exception(for: reason)
+                executor.execute {
+                    message.messageStatus = .pending
+                    live.onPending(message)
+                    for listener in listeners { listener.onOutboxMessagePending(message) }
+                    message.messageStatus = .failed
+                    message.failureReason = reason
+                    live.onError(error)
+                    for listener in listeners { listener.onOutboxMessageFailed(message, reason) }
+                }
+            case .queued(let evicted):
+                let composedAt = admission.composedAt
+                executor.execute {
+                    message.messageStatus = .pending
+                    message.stampPending(senderUid: me, conversationId: row.conversationId, composedAt: composedAt)
+                    live.onPending(message)
+                    for listener in listeners { listener.onOutboxMessagePending(message) }
+                }
+                queued.insert(row.localId)
+                if let evicted {
+                    queued.remove(evicted.localId)
+                    OutgoingCopies.remove(localId: evicted.localId, in: cache.directory)
+                    report(evicted, failed: .queueOverflow, Self.exception(for: .queueOverflow), final: true)
+                }
             }
-        case .queued(let evicted):
-            let listeners = outbox.listeners.live()
-            executor.execute {
-                message.messageStatus = .pending
-                message.stampPending(senderUid: me, conversationId: row.conversationId, composedAt: composedAt)
-                live.onPending(message)
-                for listener in listeners { listener.onOutboxMessagePending(message) }
-            }
-            if let evicted {
-                OutgoingCopies.remove(localId: evicted.localId, in: cache.directory)
-                report(evicted, failed: .queueOverflow, Self.exception(for: .queueOverflow), final: true)
-            }
-            requestPass(targets: [localId])
         }
+        if !queued.isEmpty { requestPass(targets: queued) }
     }
 
     /// The exception a refusal or a removal reports.

@@ -134,7 +134,7 @@ enum OutboxRows {
         var removing: [String] = []
         let evicted: OutboxRow?
         do {
-            evicted = try db.transaction { () throws -> OutboxRow? in
+            evicted = try db.savepoint("enqueue") { () throws -> OutboxRow? in
                 var evicted: OutboxRow?
                 let queued = Int(try db.scalarInt("SELECT count(*) FROM outbox WHERE state = 0") ?? 0)
                 if queued >= capacity {

@@ -163,6 +163,21 @@ public final class Database {
         }
     }
 
+    /// Runs `body` under a savepoint: on its own it is a transaction; inside one, a throw rolls
+    /// back only what `body` did. `name` must be a plain identifier.
+    public func savepoint<R>(_ name: String, _ body: () throws -> R) throws -> R {
+        try execute("SAVEPOINT \(name)")
+        do {
+            let result = try body()
+            try execute("RELEASE \(name)")
+            return result
+        } catch {
+            try? execute("ROLLBACK TO \(name)")
+            try? execute("RELEASE \(name)")
+            throw error
+        }
+    }
+
     public var changes: Int { Int(sqlite3_changes(handle)) }
     public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 }
