@@ -22,9 +22,9 @@ import VaultStore
 ///   number, insert a row of the same size) run straight on each writer queue by the benchmark, and
 ///   `fsync` rewrites and syncs one 4 KiB page of a file: the floor of any durable commit here.
 /// - `batch`: 50 persistent sends made back to back, from the first call to the 50th
-///   `onMessagePending` (the engine's passes run meanwhile, as in an app); then discarded. Each
-///   send is its own transaction, so the batch pays 50 durable commits; the `synchronous=OFF`
-///   design shows what is left without them.
+///   `onMessagePending` (the engine's passes run meanwhile, as in an app); then discarded. Sends
+///   waiting together for admission are committed together, so the batch pays a few durable
+///   commits, not 50; the `synchronous=OFF` design shows what is left without them.
 /// - `flush`: F persistent sends (default 1,000) queued offline on the encrypted cache, then the
 ///   simulated device (zero latency) goes online: time from going online to the last
 ///   `onMessageSent`. The outbox holds at most 100 messages (`maxPendingMessages` is clamped to
@@ -503,7 +503,7 @@ struct OutboxBenchReport {
         lines.append("profile of an encrypted enqueue: \(ms(enqueue[0].medianMs)) ms = \(ms(enqueue[2].medianMs)) ms without fsync (engine, SQL, queues) "
                      + "+ \(ms(durabilityShareMs)) ms for the durable commit (fsync median \(ms(fsync.medianMs)) ms)")
         lines.append("profile of \(OutboxBenchCommand.batchSize) encrypted sends: \(ms(batch[0].medianMs)) ms = \(ms(batch[2].medianMs)) ms without fsync "
-                     + "+ \(ms(batch[0].medianMs - batch[2].medianMs)) ms for \(OutboxBenchCommand.batchSize) durable commits (one per send)")
+                     + "+ \(ms(batch[0].medianMs - batch[2].medianMs)) ms for \(OutboxBenchCommand.batchSize) durable commits (sends waiting together share one)")
         lines.append("flush: batches of \(flush.batchSize) (the outbox's largest queue), each queued offline then sent; reconnect → first sent median "
                      + "\(ms(flush.reconnectToFirstSent.medianMs)) ms; the server holds \(flush.serverMessages), duplicates \(flush.duplicates)")
         lines.append("budget: encrypted enqueue median \(ms(enqueue[0].medianMs)) ms ≤ \(Int(OutboxBenchCommand.budgetEnqueueMs)) ms: \(enqueueWithinBudget ? "ok" : "FAILED")")
