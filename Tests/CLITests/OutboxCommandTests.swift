@@ -188,7 +188,7 @@ final class OutboxCommandTests: XCTestCase {
         XCTAssertEqual(again.stdout, run.stdout)
     }
 
-    func testAnEmptyOutboxAndSeededRows() throws {
+    func testAnEmptyOutboxAndSeededRows() async throws {
         let dir = TemporaryDirectory()
         XCTAssertEqual(try CLI.run(["seed", "--dir", dir.path, "--user", "rita", "--messages", "5", "--app", app]).status, 0)
         let empty = try CLI.run(["outbox", "--dir", dir.path, "--user", "rita", "--app", app, "--json"])
@@ -206,6 +206,15 @@ final class OutboxCommandTests: XCTestCase {
         XCTAssertEqual(messages.map { $0["state"] as? String }, ["pending", "pending", "pending"])
         XCTAssertEqual(messages.map { $0["kind"] as? String }, ["text", "text", "text"])
         XCTAssertFalse((seeded.stdout + seeded.stderr).contains(marker))
+
+        // Seeded as an app would: the engine lists the rows as its own unsent messages.
+        let vault = try OfflineVault(config: OfflineConfig.Builder().setEnabled(true).setEncryption(true).build(),
+                                     settings: VaultSettings(applicationId: app, rootDirectory: dir.path, callbackExecutor: .queue(DispatchQueue(label: "t"))))
+        _ = await vault.login(userId: "rita")
+        let unsent = try await vault.pendingMessages()
+        await vault.logout()
+        XCTAssertEqual(unsent.compactMap { ($0 as? TextMessage)?.text }, (0..<3).map { "Unsent \($0): \(marker)" })
+        XCTAssertEqual(unsent.map(\.messageStatus), [.pending, .pending, .pending])
     }
 
     func testACacheThatCannotOpenIsExitOneAndNothingIsCreated() async throws {

@@ -30,9 +30,13 @@ public enum CacheRows {
         public var type: String
         public var sentAt: Int64
         public var body: String?
+        /// The engine's encoded message (nil: a row the engine's reads cannot decode).
+        public var payload: [UInt8]?
 
         public init(serverId: Int64?, localId: String?, conversationId: String, senderId: String, receiverId: String,
-                    receiverType: String, category: String = "message", type: String = "text", sentAt: Int64, body: String?) {
+                    receiverType: String, category: String = "message", type: String = "text", sentAt: Int64, body: String?,
+                    payload: [UInt8]? = nil) {
+            self.payload = payload
             self.serverId = serverId
             self.localId = localId
             self.conversationId = conversationId
@@ -94,12 +98,12 @@ public enum CacheRows {
     public static func insert(_ messages: [Message], into db: Database) throws {
         for m in messages {
             try db.run("""
-                INSERT INTO messages (server_id, local_id, conversation_id, sender_id, receiver_id, receiver_type, category, type, sent_at, body)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO messages (server_id, local_id, conversation_id, sender_id, receiver_id, receiver_type, category, type, sent_at, body, payload)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 m.serverId.map { .int($0) } ?? .null, m.localId.map { .text($0) } ?? .null, .text(m.conversationId),
                 .text(m.senderId), .text(m.receiverId), .text(m.receiverType), .text(m.category), .text(m.type),
-                .int(m.sentAt), m.body.map { .text($0) } ?? .null)
+                .int(m.sentAt), m.body.map { .text($0) } ?? .null, m.payload.map { .blob($0) } ?? .null)
         }
     }
 

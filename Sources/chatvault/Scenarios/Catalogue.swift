@@ -28,7 +28,7 @@ struct Scenario: Sendable {
 enum Catalogue {
     static let messages = 200
     static let pending = 5
-    static let big = 3000
+    static let big = 1500
 
     static let all: [Scenario] = [
         Scenario(name: "fresh-create", summary: "no cache yet: an encrypted cache is created and proven") { ctx in

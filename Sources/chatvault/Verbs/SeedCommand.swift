@@ -81,9 +81,14 @@ enum Seeder {
             batch.reserveCapacity(min(messages, 10_000))
             for i in 0..<messages {
                 let conversation = i % conversations
-                batch.append(CacheRows.Message(serverId: firstServerId + Int64(i), localId: nil, conversationId: ids[conversation],
+                let id = firstServerId + Int64(i)
+                let sentAt = start - Int64(messages - i)
+                let body = "Seeded message \(i): \(marker)"
+                batch.append(CacheRows.Message(serverId: id, localId: nil, conversationId: ids[conversation],
                                                senderId: "seed\(conversation)", receiverId: "me", receiverType: "user",
-                                               sentAt: start - Int64(messages - i), body: "Seeded message \(i): \(marker)"))
+                                               sentAt: sentAt, body: body,
+                                               payload: SeedPayloads.message(id: id, conversationId: ids[conversation], from: "seed\(conversation)",
+                                                                             to: "me", sentAt: sentAt, text: body)))
                 if batch.count == 10_000 {
                     try CacheRows.insert(batch, into: db)
                     batch.removeAll(keepingCapacity: true)
@@ -93,8 +98,8 @@ enum Seeder {
             let seq = try CacheRows.nextOutboxSeq(db)
             try CacheRows.insert((0..<pending).map { i in
                 CacheRows.OutboxEntry(localId: UUID().uuidString.lowercased(), seq: seq + Int64(i), conversationId: ids[i % conversations],
-                                      kind: "text", state: 0, createdAt: start + Int64(i),
-                                      payload: Array("{\"text\":\"Unsent \(i): \(marker)\"}".utf8))
+                                      kind: "text", state: 0, createdAt: (start + Int64(i)) * 1000,
+                                      payload: SeedPayloads.outbox(text: "Unsent \(i): \(marker)", to: "seed\(i % conversations)", from: "me"))
             }, into: db)
         }
     }
