@@ -1,4 +1,5 @@
 import ChatVault
+import ChatVaultSimulator
 import ChatVaultTesting
 import Foundation
 import VaultKeys
@@ -30,7 +31,7 @@ final class OutboxCrashTests: XCTestCase {
         XCTAssertEqual(create.status, 0, create.stderr)
         let cacheId = try await verify(root: root.path, keyDirectory: keyDirectory, printed: [], round: 0)
 
-        var random = SplitMix64(seed: Self.seed)
+        var random = SeededGenerator(seed: Self.seed)
         var killedWhileSending = 0
         var killedBeforeReady = 0
         var finished = 0
@@ -156,21 +157,4 @@ struct KilledRun {
 
 struct SpawnFailed: Error {
     var errno: Int32
-}
-
-/// A small seeded generator (SplitMix64), so every run kills at the same moments.
-struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

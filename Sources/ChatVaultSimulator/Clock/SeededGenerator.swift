@@ -1,13 +1,14 @@
 /// SplitMix64: a small, fast, seeded generator. The simulator draws every random decision from
-/// one of these, so the same seed and the same calls give the same answers.
-struct SeededGenerator: RandomNumberGenerator, Sendable {
+/// one of these, so the same seed and the same calls give the same answers. Public so tests can
+/// draw their own reproducible randomness (kill times, payload sizes) the same way.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    init(seed: UInt64) {
+    public init(seed: UInt64) {
         state = seed
     }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -16,7 +17,7 @@ struct SeededGenerator: RandomNumberGenerator, Sendable {
     }
 
     /// A uniform value in [0, 1).
-    mutating func nextUnit() -> Double {
+    public mutating func nextUnit() -> Double {
         Double(next() >> 11) * 0x1.0p-53
     }
 
