@@ -133,6 +133,27 @@ final class OutboxQueueTests: XCTestCase {
         }
     }
 
+    func testTheFireAndForgetRetryTakesTheMessageItself() async throws {
+        let h = try OutboxHarness()
+        await h.login()
+        h.client.failNext(.send, with: .status(503, code: "ERR_SERVICE_UNAVAILABLE"))
+        let message = h.text("again")
+        let recorder = h.send(message)
+        await waitUntil { !recorder.errors.isEmpty }
+        h.drain()
+        XCTAssertEqual(message.messageStatus, .failed)
+        h.vault.retryMessage(message)
+        await waitUntil { recorder.isSent }
+        XCTAssertEqual(h.serverTexts(with: "bob"), ["again"])
+        let id = try XCTUnwrap(message.localMessageId)
+        XCTAssertEqual(h.listener.events(for: id).suffix(2).map { if case .sent = $0 { return "sent" } else { return "\($0)" } },
+                       ["pending(\"\(id)\")", "sent"])
+        // A message that never went through the outbox is ignored.
+        h.vault.retryMessage(TextMessage(receiverUid: "bob", text: "classic", receiverType: .user))
+        try await Task.sleep(for: .milliseconds(100))
+        XCTAssertEqual(h.serverTexts(with: "bob"), ["again"])
+    }
+
     func testAMomentarilyUnavailableCacheAnswersPersistFailedNeverAnEmptyList() async throws {
         let h = try OutboxHarness()
         h.client.network = .offline
