@@ -297,12 +297,25 @@ final class BlockedUsersTests: XCTestCase {
             _ = try await h.vault.blockUsers(["dave"])
             XCTFail("no answer")
         } catch {
-            XCTAssertEqual(error.errorCode, CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE)
+            XCTAssertEqual(error.code, .requestTimedOut, "no answer is not the same as no connection")
         }
         XCTAssertEqual(try h.blockedUids(), ["bob", "carol"], "the server may have blocked dave; the next refresh will tell")
         let replaced = await h.vault.refreshBlockedUsers()
         XCTAssertTrue(replaced)
         XCTAssertEqual(try h.blockedUids(), ["bob", "carol", "dave"])
+    }
+
+    func testNobodyLoggedInIsRefusedBeforeAnyServerCall() async throws {
+        let h = try Self.harness()
+        for block in [true, false] {
+            do {
+                _ = block ? try await h.vault.blockUsers(["dave"]) : try await h.vault.unblockUsers(["dave"])
+                XCTFail("nobody is logged in")
+            } catch {
+                XCTAssertEqual(error.code, .userNotLoggedIn)
+            }
+        }
+        XCTAssertEqual(h.client.callCount(.blockUsers) + h.client.callCount(.unblockUsers), 0)
     }
 
     func testEachUidMapsToSuccessOrFailAndOnlyAcceptedOnesChangeTheList() async throws {

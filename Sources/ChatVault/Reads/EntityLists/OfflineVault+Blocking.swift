@@ -11,8 +11,9 @@ extension OfflineVault {
     ///     vault.blockUsers(["spammer"], onSuccess: { result in print(result["spammer"] ?? "") },
     ///                      onError: { error in print(error?.errorCode ?? "") })
     ///
-    /// Offline it fails with `ERROR_INTERNET_UNAVAILABLE` and changes nothing; a server error
-    /// arrives unchanged.
+    /// Offline it fails with `ERROR_INTERNET_UNAVAILABLE` and changes nothing; with no answer,
+    /// `ERROR_REQUEST_TIMEOUT` (the next refresh shows what the server did); a server's code passes
+    /// through; nobody logged in: `ERROR_USER_NOT_LOGGED_IN`, before any server call.
     public func blockUsers(_ uids: [String], onSuccess: @escaping @Sendable ([String: Any]) -> Void,
                            onError: @escaping @Sendable (CometChatException?) -> Void) {
         deliverBlocking(onSuccess: onSuccess, onError: onError) { () async throws(CometChatException) -> [String: String] in
@@ -63,10 +64,13 @@ extension OfflineVault {
 
     /// Asks the server; the uids it accepted, among those asked for (in the order asked).
     private func changeBlocks(_ uids: [String], block: Bool) async throws(CometChatException) -> [String] {
+        guard userId != nil else { throw CometChatException(.userNotLoggedIn, "Nobody is logged in.") }
         let answer: [String: Bool]
         do {
             answer = block ? try await backend.blockUsers(uids) : try await backend.unblockUsers(uids)
         } catch {
+            // No answer is not "no connection": the server may have acted on it.
+            if error == .timedOut { throw CometChatException(.requestTimedOut, "The server did not answer; the change may have been made.") }
             throw Self.exception(for: error)
         }
         var seen = Set<String>()
