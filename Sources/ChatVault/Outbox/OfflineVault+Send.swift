@@ -84,9 +84,7 @@ extension OfflineVault {
         let wire: JSONValue
         let kind: OutboxKind
         do throws(CometChatException) {
-            wire = try OutgoingMessage.encode(message, limits: wireLimits)
-            guard let k = OutboxKind(of: message) else { throw OutgoingMessage.invalid("only text, media, custom and interactive messages can be sent") }
-            kind = k
+            (wire, kind) = try OutgoingMessage.encode(message, limits: wireLimits)
         } catch {
             return executor.execute { onError(error) }
         }
@@ -137,8 +135,7 @@ extension OfflineVault {
     private func classicSend<Message: BaseMessage>(_ message: Message, onSuccess: @escaping @Sendable (Message) -> Void,
                                                    onError: @escaping @Sendable (CometChatException?) -> Void) {
         do throws(CometChatException) {
-            let wire = try OutgoingMessage.encode(message, limits: wireLimits)
-            guard let kind = OutboxKind(of: message) else { throw OutgoingMessage.invalid("only text, media, custom and interactive messages can be sent") }
+            let (wire, kind) = try OutgoingMessage.encode(message, limits: wireLimits)
             directSend(message, wire: wire, kind: kind, notQueuedCode: nil, onSuccess: onSuccess, onError: onError)
         } catch {
             settings.callbackExecutor.execute { onError(error) }
@@ -167,10 +164,7 @@ extension OfflineVault {
                         let answer = try await Self.call(notQueuedCode) { () async throws(BackendError) in
                             try await backend.uploadMedia(path: path, name: name, mimeType: OutgoingCopies.mimeType(forName: name))
                         }
-                        guard (try? WireDecoder(limits: limits).attachment(answer, path: "attachment")) != nil else {
-                            throw CometChatException(.invalidServerResponse, "The server's answer to an upload was refused.")
-                        }
-                        attachments.append(answer)
+                        attachments.append(try Acknowledgements.attachment(answer, limits: limits))
                     }
                     data["attachments"] = .array(attachments)
                     fields["data"] = .object(data)
@@ -180,12 +174,8 @@ extension OfflineVault {
                 let ack = try await Self.call(notQueuedCode) { () async throws(BackendError) in
                     try await backend.send(payload, localMessageId: "direct-" + UUID().uuidString.lowercased())
                 }
-                let decoded: BaseMessage
-                do { decoded = try WireDecoder(limits: limits).message(ack) } catch {
-                    throw CometChatException(.invalidServerResponse, "The server's acknowledgement was refused.", details: String(describing: error))
-                }
-                guard kind.matches(decoded), let typed = decoded as? Message else {
-                    throw CometChatException(.invalidServerResponse, "The server acknowledged a different kind of message.")
+                guard let typed = try Acknowledgements.message(ack, kind: kind, limits: limits) as? Message else {
+                    throw Acknowledgements.otherKind
                 }
                 if let me = self.userId {
                     typed.messageStatus = MessageRows.status(of: typed, me: me)

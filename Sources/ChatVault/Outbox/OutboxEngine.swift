@@ -300,7 +300,7 @@ extension OfflineVault {
             return .waiting
         }
         guard var row = claimed else { return .gone }
-        defer { release(localId, cache: cache) }
+        defer { release(localId) }
         if let live = outbox.state.withLock({ $0.live[localId] }) {
             settings.callbackExecutor.execute { live.message.messageStatus = .sending }
         }
@@ -312,10 +312,11 @@ extension OfflineVault {
             } catch {
                 return await settle(row, error, cache: cache)
             }
-            guard (try? WireDecoder(limits: wireLimits).attachment(answer, path: "attachment")) != nil else {
-                return await fail(row, .permanent, CometChatException(.invalidServerResponse, "The server's answer to an upload was refused."), cache: cache)
+            do {
+                row.files[index].attachment = try Acknowledgements.attachment(answer, limits: wireLimits)
+            } catch {
+                return await fail(row, .permanent, error, cache: cache)
             }
-            row.files[index].attachment = answer
             let progress = row
             _ = try? await cache.writer.run { db in try OutboxRows.updateFiles(progress, in: db) }
         }
@@ -327,13 +328,9 @@ extension OfflineVault {
         }
         let message: BaseMessage
         do {
-            message = try WireDecoder(limits: wireLimits).message(ack)
+            message = try Acknowledgements.message(ack, kind: row.kind, limits: wireLimits)
         } catch {
-            return await fail(row, .permanent, CometChatException(.invalidServerResponse, "The server's acknowledgement was refused.",
-                                                                    details: String(describing: error)), cache: cache)
-        }
-        guard row.kind.matches(message) else {
-            return await fail(row, .permanent, CometChatException(.invalidServerResponse, "The server acknowledged a different kind of message."), cache: cache)
+            return await fail(row, .permanent, error, cache: cache)
         }
         message.localMessageId = localId
         message.messageStatus = MessageRows.status(of: message, me: me)
@@ -352,10 +349,10 @@ extension OfflineVault {
         return .sent
     }
 
-    /// Takes a row off the wire (on the writer queue, like the claim).
-    private func release(_ localId: String, cache: VaultCache) {
-        _ = try? cache.writer.sync { _ in self.outbox.state.withLock { _ = $0.inFlight.remove(localId) } }
-        // A closed connection cannot run the block: drop the claim anyway.
+    /// Takes a row off the wire. Only the claim must run on the writer queue (so a discard or an
+    /// eviction cannot slip between its check and the claim); by the time of the release the
+    /// attempt's outcome is committed, so dropping the claim anywhere is consistent.
+    private func release(_ localId: String) {
         outbox.state.withLock { _ = $0.inFlight.remove(localId) }
     }
 

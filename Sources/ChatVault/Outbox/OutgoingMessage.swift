@@ -26,8 +26,10 @@ enum OutboxKind: String, Sendable {
 enum OutgoingMessage {
     /// Validates `message` and renders it. Attachments already uploaded (`MediaMessage.attachments`)
     /// go into `data.attachments`; local files are added by the outbox once uploaded.
+    /// - Returns: the wire form and the kind of send it is.
     /// - Throws: `ERROR_INVALID_MESSAGE` with a fixed sentence naming the field (never its value).
-    static func encode(_ message: BaseMessage, limits: WireLimits) throws(CometChatException) -> JSONValue {
+    static func encode(_ message: BaseMessage, limits: WireLimits) throws(CometChatException) -> (wire: JSONValue, kind: OutboxKind) {
+        guard let kind = OutboxKind(of: message) else { throw invalid("only text, media, custom and interactive messages can be sent") }
         try checkIdentifier(message.receiverUid, "receiverUid", limits)
         guard message.parentMessageId >= 0, message.quotedMessageId >= 0 else { throw invalid("a parent or quoted message id is negative") }
         var data: [String: JSONValue] = [:]
@@ -98,7 +100,7 @@ enum OutgoingMessage {
             wire["tags"] = .array(tags.map(JSONValue.string))
         }
         if !message.muid.isEmpty { wire["muid"] = .string(message.muid) }
-        return .object(wire)
+        return (.object(wire), kind)
     }
 
     /// The changes of an edit, as `ChatBackend.editMessage` takes them, from the message the app

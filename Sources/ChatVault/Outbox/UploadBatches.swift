@@ -364,11 +364,11 @@ extension OfflineVault {
             var lostConnection = false
             do {
                 let answer = try await backend.uploadMedia(path: cache.directory.path + "/" + (item.copy ?? ""), name: item.name, mimeType: item.mime)
-                if (try? WireDecoder(limits: wireLimits).attachment(answer, path: "attachment")) != nil {
-                    attachment = answer
-                } else {
+                do {
+                    attachment = try Acknowledgements.attachment(answer, limits: wireLimits)
+                } catch {
                     state = .rejected
-                    failure = UploadErrors.invalidAnswer
+                    failure = error
                 }
             } catch {
                 switch error {

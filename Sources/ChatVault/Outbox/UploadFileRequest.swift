@@ -272,7 +272,6 @@ enum UploadErrors {
     static let interrupted = CometChatException(.requestTimedOut, "The upload was interrupted (the app stopped) before the server answered; retry it.")
     static let offline = CometChatException(.internetUnavailable, "No connection: the file was not uploaded; retry it once online.")
     static let noAnswer = CometChatException(.requestTimedOut, "The server did not answer the upload; retry it.")
-    static let invalidAnswer = CometChatException(.invalidServerResponse, "The server's answer to an upload was refused.")
 
     static func invalid(_ sentence: String) -> CometChatException {
         CometChatException(.invalidMessage, "The upload was refused: \(sentence).")

@@ -103,18 +103,8 @@ public final class ConversationRequest: Sendable {
     public let query: ConversationQuery
     private let vault: OfflineVault?
     private let gate = InFlightGate()
-    private let paging = Mutex(Paging())
-
     /// Where the next fetch continues.
-    private struct Paging {
-        /// The server's token for its next page (nil: its first page, or none left when `serverDone`).
-        var serverToken: String?
-        var serverDone = false
-        /// Where the last server page ended in the list (the start of the next server slice).
-        var serverEdge: ConversationCursor?
-        /// Where the last page (cached or server) ended: the next cached page starts after it.
-        var cacheEdge: ConversationCursor?
-    }
+    private let paging = Mutex(SplitPaging<ConversationCursor>())
 
     init(vault: OfflineVault?, query: ConversationQuery) {
         self.vault = vault
@@ -230,33 +220,20 @@ public final class ConversationRequest: Sendable {
         plan.afterServer = { wire, items in
             guard !serverDone else { return }
             // A hostile order must not move the edge back.
-            let edge = Self.later(Self.farEdge(of: items), serverStart)
-            self.paging.withLock { p in
-                p.serverToken = wire.nextCursor
-                p.serverDone = wire.nextCursor == nil
-                p.serverEdge = edge
-                p.cacheEdge = edge
-            }
+            self.paging.withLock { $0.serverPage(nextToken: wire.nextCursor, edge: Self.farEdge(of: items), start: serverStart) }
         }
         await vault.runTwoPhase(plan, gate: gate, busy: .fail, cachedPhase: cachedPhase) { event in
             // Offline, paging continues through the cache.
             if case .failed(let error) = event, error.errorCode == OfflineErrorCode.internetUnavailable.rawValue,
                let edge = Self.farEdge(of: cachedSeen.withLock({ $0 })) {
-                self.paging.withLock { p in p.cacheEdge = Self.later(edge, p.cacheEdge) }
+                self.paging.withLock { $0.cachedPageOffline(edge: edge) }
             }
             emit(event)
         }
     }
 
-    /// The later of two positions in list order.
-    static func later(_ a: ConversationCursor?, _ b: ConversationCursor?) -> ConversationCursor? {
-        guard let a else { return b }
-        guard let b else { return a }
-        return a.isAfter(b) ? a : b
-    }
-
     /// The last conversation of a page in list order.
     static func farEdge(of items: [Conversation]) -> ConversationCursor? {
-        items.map(ConversationCursor.init).max { $1.isAfter($0) }
+        ConversationCursor.last(of: items.map(ConversationCursor.init))
     }
 }

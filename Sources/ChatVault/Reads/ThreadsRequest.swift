@@ -57,14 +57,8 @@ public final class ThreadsRequest: Sendable {
     public let query: ThreadQuery
     private let vault: OfflineVault?
     private let gate = InFlightGate()
-    private let paging = Mutex(Paging())
-
-    private struct Paging {
-        var serverToken: String?
-        var serverDone = false
-        var serverEdge: ThreadCursor?
-        var cacheEdge: ThreadCursor?
-    }
+    /// Where the next fetch continues.
+    private let paging = Mutex(SplitPaging<ThreadCursor>())
 
     init(vault: OfflineVault?, query: ThreadQuery) {
         self.vault = vault
@@ -174,32 +168,20 @@ public final class ThreadsRequest: Sendable {
         plan.afterCached = { items in cachedSeen.withLock { $0 = items } }
         plan.afterServer = { wire, items in
             guard !serverDone else { return }
-            let edge = Self.later(Self.farEdge(of: items), serverStart)
-            self.paging.withLock { p in
-                p.serverToken = wire.nextCursor
-                p.serverDone = wire.nextCursor == nil
-                p.serverEdge = edge
-                p.cacheEdge = edge
-            }
+            self.paging.withLock { $0.serverPage(nextToken: wire.nextCursor, edge: Self.farEdge(of: items), start: serverStart) }
         }
         await vault.runTwoPhase(plan, gate: gate, busy: .fail, cachedPhase: cachedPhase) { event in
             if case .failed(let error) = event, error.errorCode == OfflineErrorCode.internetUnavailable.rawValue,
                let edge = Self.farEdge(of: cachedSeen.withLock({ $0 })) {
-                self.paging.withLock { p in p.cacheEdge = Self.later(edge, p.cacheEdge) }
+                self.paging.withLock { $0.cachedPageOffline(edge: edge) }
             }
             emit(event)
         }
     }
 
-    static func later(_ a: ThreadCursor?, _ b: ThreadCursor?) -> ThreadCursor? {
-        guard let a else { return b }
-        guard let b else { return a }
-        return a.isAfter(b) ? a : b
-    }
-
     /// The last thread of a page in list order.
     static func farEdge(of items: [MessageThread]) -> ThreadCursor? {
-        items.map(ThreadCursor.init).max { $1.isAfter($0) }
+        ThreadCursor.last(of: items.map(ThreadCursor.init))
     }
 }
 
@@ -207,7 +189,7 @@ public final class ThreadsRequest: Sendable {
 
 /// A position in a thread list (most recent last reply first): strictly after the thread whose
 /// last reply is this message.
-struct ThreadCursor: Sendable, Hashable {
+struct ThreadCursor: ListCursor, Hashable {
     var lastReplyAt: Int
     var lastReplyId: Int
 

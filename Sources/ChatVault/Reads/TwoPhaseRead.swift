@@ -155,19 +155,14 @@ extension OfflineVault {
 
     /// The exception a backend failure becomes: no connection or no answer is
     /// `ERROR_INTERNET_UNAVAILABLE`; a server error keeps the server's code and message.
-    private static func safeCode(_ error: BackendError) -> String {
-        guard case .server(_, let code, _) = error else { return "ERROR_SERVER" }
-        return OfflineVault.safeCode(code)
-    }
-
     static func exception(for error: BackendError) -> CometChatException {
         switch error {
         case .unreachable, .timedOut:
             return CometChatException(.internetUnavailable, "the server cannot be reached")
-        case .server(let status, _, _):
+        case .server(let status, let code, _):
             // The server's code passes through when it looks like one; its free text never does
             // (a hostile server could echo content into it).
-            return CometChatException(errorCode: safeCode(error), errorDescription: "The server refused the request.", details: "HTTP \(status)")
+            return CometChatException(errorCode: safeCode(code), errorDescription: "The server refused the request.", details: "HTTP \(status)")
         }
     }
 

@@ -3,7 +3,7 @@ import VaultStore
 
 /// A position in the conversation list (most recent activity first, ties by id): strictly after
 /// this conversation.
-struct ConversationCursor: Sendable, Hashable {
+struct ConversationCursor: ListCursor, Hashable {
     /// `conversations.updated_at`: the conversation's `updatedAt`, whole seconds.
     var updatedAt: Int64
     var id: String
