@@ -56,6 +56,10 @@ public final class MessagesRequest: Sendable {
         @discardableResult public func updatesOnly(onlyUpdates: Bool) -> Self { query.updatesOnly = onlyUpdates; return self }
         @discardableResult public func set(categories: [String]) -> Self { query.categories = categories; return self }
         @discardableResult public func set(types: [String]) -> Self { query.types = types; return self }
+        /// One category (the SDK's singular form): the same as `set(categories: [category])`.
+        @discardableResult public func set(category: String) -> Self { query.categories = [category]; return self }
+        /// One type (the SDK's singular form): the same as `set(types: [type])`.
+        @discardableResult public func set(type: String) -> Self { query.types = [type]; return self }
         @discardableResult public func setParentMessageId(parentMessageId: Int) -> Self { query.parentMessageId = parentMessageId; return self }
         @discardableResult public func hideReplies(hide: Bool) -> Self { query.hideReplies = hide; return self }
         @discardableResult public func setTags(_ tags: [String]) -> Self { query.tags = tags; return self }
@@ -93,17 +97,11 @@ public final class MessagesRequest: Sendable {
     public let query: MessageQuery
     private let vault: OfflineVault?
     private let gate = InFlightGate()
-    /// Where the next `fetchPrevious` / `fetchNext` continue from.
-    private let positions = Mutex<[PageDirection: Positions]>([:])
-
-    /// One direction's positions (nil: where the request was built to start).
-    private struct Positions {
-        /// The far edge of the last server page: the next server page starts beyond it.
-        var server: MessageCursor?
-        /// Where the next cached page starts beyond: the last cached page of a fetch that ended
-        /// offline, or the server's position once the server answered since.
-        var cache: MessageCursor?
-    }
+    /// Where the next `fetchPrevious` / `fetchNext` continue from: per direction, the far edge of
+    /// the last server page (`serverEdge`) and where the next cached page starts beyond
+    /// (`cacheEdge`: the last cached page of a fetch that ended offline, or the server's position
+    /// once the server answered since). Nil: where the request was built to start.
+    private let positions = Mutex<[PageDirection: SplitPaging<DirectedMessageCursor>]>([:])
 
     init(vault: OfflineVault?, query: MessageQuery) {
         self.vault = vault
@@ -185,9 +183,9 @@ public final class MessagesRequest: Sendable {
                      emit: @escaping @Sendable (ReadEvent<BaseMessage>) -> Void) async {
         var base = query
         base.direction = direction
-        let at = positions.withLock { $0[direction] ?? Positions() }
-        let cacheQuery = Self.query(base, from: at.cache)
-        let serverQuery = Self.query(base, from: at.server)
+        let at = positions.withLock { $0[direction] ?? SplitPaging() }
+        let cacheQuery = Self.query(base, from: at.cacheEdge?.cursor)
+        let serverQuery = Self.query(base, from: at.serverEdge?.cursor)
         let backend = vault.backend
         let limit = base.limit
 
@@ -223,7 +221,7 @@ public final class MessagesRequest: Sendable {
             case .cached(let items):
                 cachedSeen.withLock { $0 = items }
             case .server(let items):
-                self.serverAnswered(direction, with: items)
+                self.serverAnswered(direction, with: items, start: at.serverEdge)
             case .failed(let error):
                 // Offline, paging continues through the cache (the server's position stays).
                 if error.errorCode == OfflineErrorCode.internetUnavailable.rawValue {
@@ -255,38 +253,20 @@ public final class MessagesRequest: Sendable {
 
     /// A server page: the server's position moves to its far edge (never back, even when a hostile
     /// page holds messages behind it), and the cache's realigns on the server's.
-    private func serverAnswered(_ direction: PageDirection, with items: [BaseMessage]) {
-        let edge = Self.farEdge(of: items, direction)
-        positions.withLock { p in
-            var at = p[direction] ?? Positions()
-            if let edge { at.server = Self.further(edge, at.server, direction) }
-            at.cache = at.server
-            p[direction] = at
-        }
+    private func serverAnswered(_ direction: PageDirection, with items: [BaseMessage], start: DirectedMessageCursor?) {
+        let edge = Self.farEdge(of: items, direction).map { DirectedMessageCursor(cursor: $0, direction: direction) }
+        positions.withLock { $0[direction, default: SplitPaging()].serverPage(edge: edge, start: start) }
     }
 
     /// A cached page of a fetch that ended offline: the cache's position moves past it.
     private func cacheAdvanced(_ direction: PageDirection, past items: [BaseMessage]) {
         guard let edge = Self.farEdge(of: items, direction) else { return }
-        positions.withLock { p in
-            var at = p[direction] ?? Positions()
-            at.cache = Self.further(edge, at.cache, direction)
-            p[direction] = at
-        }
+        positions.withLock { $0[direction, default: SplitPaging()].cachedPageOffline(edge: DirectedMessageCursor(cursor: edge, direction: direction)) }
     }
 
     /// The message of a page furthest in `direction` (the oldest for `.previous`).
     static func farEdge(of items: [BaseMessage], _ direction: PageDirection) -> MessageCursor? {
-        let keys = items.map { ($0.sentAt, $0.id) }
-        guard let edge = direction == .previous ? keys.min(by: <) : keys.max(by: <) else { return nil }
-        return MessageCursor(sentAt: edge.0, id: edge.1)
-    }
-
-    /// The further of two positions in `direction`.
-    static func further(_ a: MessageCursor, _ b: MessageCursor?, _ direction: PageDirection) -> MessageCursor {
-        guard let b else { return a }
-        let aFirst = (a.sentAt, a.id) < (b.sentAt, b.id)
-        return (direction == .previous) == aFirst ? a : b
+        DirectedMessageCursor.last(of: items.map { DirectedMessageCursor(cursor: MessageCursor(sentAt: $0.sentAt, id: $0.id), direction: direction) })?.cursor
     }
 
     /// Where a page starts in the cache: after the cursor, or at the message or time the request
@@ -307,5 +287,17 @@ public final class MessagesRequest: Sendable {
             return Start(cursor: MessageCursor(sentAt: timestamp, id: Int.min))
         }
         return Start(cursor: nil)
+    }
+}
+
+/// A message position as a page walks in one direction: "after" is further that way (older for
+/// `.previous`, newer for `.next`), so message paging shares `SplitPaging` with the lists.
+struct DirectedMessageCursor: ListCursor {
+    var cursor: MessageCursor
+    var direction: PageDirection
+
+    func isAfter(_ other: DirectedMessageCursor) -> Bool {
+        let mine = (cursor.sentAt, cursor.id), theirs = (other.cursor.sentAt, other.cursor.id)
+        return direction == .previous ? mine < theirs : mine > theirs
     }
 }

@@ -30,11 +30,19 @@ struct SplitPaging<Cursor: ListCursor>: Sendable {
     /// Where the last page (cached or server) ended: the next cached page starts after it.
     var cacheEdge: Cursor?
 
-    /// A server page arrived ending at `edge` (never before where it started).
+    /// A server page arrived ending at `edge` (never before where it started), with the server's
+    /// token for the page after it (nil: none left).
     mutating func serverPage(nextToken: String?, edge: Cursor?, start: Cursor?) {
-        let edge = Cursor.later(edge, start)
         serverToken = nextToken
         serverDone = nextToken == nil
+        serverPage(edge: edge, start: start)
+    }
+
+    /// A server page arrived ending at `edge`, from a server that pages by position rather than by
+    /// token: both positions move there (never back before `start`, even when a hostile page holds
+    /// items behind it).
+    mutating func serverPage(edge: Cursor?, start: Cursor?) {
+        let edge = Cursor.later(edge, start)
         serverEdge = edge
         cacheEdge = edge
     }
