@@ -17,6 +17,30 @@ final class CometChatFacadeTests: XCTestCase {
         XCTAssertEqual(CometChat.getOfflineEncryptionStatus()["cipherAvailable"] as? Bool, true, "a property of the build")
     }
 
+    func testTheReferencesAppSettingsEntryPointCarriesTheOfflineConfigToTheVault() async throws {
+        // The reference's spelling: the config is attached at init and read back read-only.
+        let offline = OfflineConfig.Builder().setEnabled(true).setEncryption(true).setMaxConversations(7).build()
+        let appSettings = AppSettings.AppSettingsBuilder().setOfflineConfig(offline).build()
+        XCTAssertEqual(appSettings.offlineConfig, offline)
+        XCTAssertEqual(appSettings.offlineConfig.maxConversations, 7)
+        XCTAssertEqual(AppSettings.AppSettingsBuilder().build().offlineConfig, OfflineConfig(), "nothing attached: the defaults, offline off")
+        XCTAssertFalse(AppSettings.AppSettingsBuilder().build().offlineConfig.enabled)
+
+        let h = EngineHarness()
+        let vault = try OfflineVault(appSettings: appSettings, settings: h.settings())
+        XCTAssertEqual(vault.config, offline, "the vault runs the attached config")
+        CometChat.offlineVault = vault
+        _ = await vault.login(userId: "alice")
+        XCTAssertTrue(CometChat.isOfflineEnabled())
+        XCTAssertEqual(CometChat.getOfflineEncryptionStatus()["atRest"] as? String, "SQLCIPHER")
+        await vault.logout()
+
+        let off = try OfflineVault(appSettings: AppSettings.AppSettingsBuilder().build(), settings: h.settings())
+        _ = await off.login(userId: "bob")
+        XCTAssertFalse(off.isOfflineEnabled(), "the default config leaves offline off")
+        await off.logout()
+    }
+
     func testTheStaticSpellingForwardsToTheInstalledVault() async throws {
         let h = EngineHarness()
         let vault = try h.vault()
