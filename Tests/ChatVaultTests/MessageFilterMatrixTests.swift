@@ -62,6 +62,16 @@ final class MessageFilterMatrixTests: XCTestCase {
         XCTAssertFalse(nonEmpty.isEmpty, "at least one combination must select something")
     }
 
+    func testTheSingularCategoryAndTypeSettersSelectOneValueAsThePluralOnesDo() {
+        let singular = MessagesRequest.MessageRequestBuilder().set(uid: "bob").set(category: "custom").set(type: "location").build()
+        let plural = MessagesRequest.MessageRequestBuilder().set(uid: "bob").set(categories: ["custom"]).set(types: ["location"]).build()
+        XCTAssertEqual(singular.query.categories, ["custom"])
+        XCTAssertEqual(singular.query.types, ["location"])
+        XCTAssertEqual(singular.query, plural.query)
+        let replaced = MessagesRequest.MessageRequestBuilder().set(categories: ["message", "action"]).set(category: "custom").build()
+        XCTAssertEqual(replaced.query.categories, ["custom"], "the last setter wins, as with the plural form")
+    }
+
     // MARK: - Server-only predicates
 
     func testEachServerOnlyPredicateEmptiesTheCachedPageWhileTheServerAnswersInFull() async throws {
@@ -333,6 +343,8 @@ final class MatrixFixture {
             Filter("type text") { $0.set(types: ["text"]) },
             Filter("types image + file") { $0.set(types: ["image", "file"]) },
             Filter("type location") { $0.set(types: ["location"]) },
+            Filter("category custom, the singular setter") { $0.set(category: "custom") },
+            Filter("type image, the singular setter") { $0.set(type: "image") },
             Filter("parent message (thread)") { $0.setParentMessageId(parentMessageId: parent) },
             Filter("hide replies") { $0.hideReplies(hide: true) },
             Filter("hide deleted") { $0.hideDeletedMessages(hide: true) },
