@@ -126,6 +126,42 @@ final class OutboxMediaTests: XCTestCase {
         XCTAssertEqual(h.client.callCount(.uploadMedia), 0)
     }
 
+    func testAFullQueueThatRejectsNewcomersRefusesAMediaSendBeforeCopyingItsFiles() async throws {
+        let h = try OutboxHarness(configure: { $0.setMaxPendingMessages(1) })
+        h.client.network = .offline
+        await h.login()
+        let files = SourceFiles()
+        let first = h.send(TextMessage(receiverUid: "bob", text: "fills the queue", receiverType: .user))
+        await waitUntil { first.errors.count == 1 }
+        // A file that cannot be copied: had the copy been tried, the send would fail with
+        // ERROR_OFFLINE_MEDIA_COPY_FAILED; checked first, it is refused as the queue is full.
+        let missing = MediaMessage(receiverUid: "bob", files: [URL(fileURLWithPath: files.path("missing.png"))],
+                                   messageType: .image, receiverType: .user)
+        let refusedMissing = h.sendMedia(missing)
+        let big = MediaMessage(receiverUid: "bob", files: [files.make("big.mov", bytes: 200_000, seed: 21)], messageType: .video, receiverType: .user)
+        let refusedBig = h.sendMedia(big)
+        await waitUntil { refusedMissing.errors.count == 1 && refusedBig.errors.count == 1 }
+        h.drain()
+        XCTAssertEqual(refusedMissing.errors, [CometChatConstants.Errors.ERROR_QUEUE_FULL])
+        XCTAssertEqual(refusedBig.errors, [CometChatConstants.Errors.ERROR_QUEUE_FULL])
+        XCTAssertEqual(big.getFailureReason(), .queueFull)
+        XCTAssertEqual(try h.rows().count, 1, "only the first message is queued")
+        XCTAssertEqual(try h.outgoingMediaRows().count, 0)
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: try h.cacheDirectoryPath() + "/outgoing")) ?? []
+        XCTAssertEqual(left, [], "nothing was copied for a refused send")
+
+        // Once there is room, a media send is copied and queued as usual.
+        h.client.network = .online
+        await waitUntil { first.isSent }
+        h.client.network = .offline
+        let later = MediaMessage(receiverUid: "bob", files: [files.make("later.jpg", bytes: 500, seed: 22)], messageType: .image, receiverType: .user)
+        let queued = h.sendMedia(later)
+        await waitUntil { queued.errors.count == 1 }
+        XCTAssertEqual(queued.errors, [CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE], "queued, not refused")
+        let laterId = try XCTUnwrap(later.localMessageId)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: try h.cacheDirectoryPath() + "/outgoing/\(laterId)/0"))
+    }
+
     // MARK: The media byte budget
 
     func testReceivedMediaIsEvictedLeastRecentlyUsedFirstToAdmitASend() async throws {

@@ -97,14 +97,24 @@ extension OfflineVault {
             for admission in batch { executor.execute { admission.live.onError(error) } }
             return
         }
+        let capacity = config.maxPendingMessages
+        let policy = config.pendingQueueOverflowPolicy
+        // A full queue that refuses newcomers refuses them before their files are copied: the count
+        // now, plus the sends of this group ahead of each one.
+        var expectedPending = policy == .rejectNewest ? ((try? cache.writer.sync { db in try OutboxRows.pendingCount(in: db) }) ?? 0) : 0
         // Media first (outside the transaction): a copy that fails is a permanent failure with no
         // pending stage.
         var rows: [(Admission, OutboxRow)] = []
+        var uncopied: Set<String> = []
         for admission in batch {
             let message = admission.live.message
             guard let localId = message.localMessageId else { continue }
             var files: [OutgoingFile] = []
-            if let media = message as? MediaMessage, !media.localFiles.isEmpty {
+            let refusedWhenFull = policy == .rejectNewest && expectedPending >= capacity
+            if !refusedWhenFull { expectedPending += 1 }
+            if let media = message as? MediaMessage, !media.localFiles.isEmpty, refusedWhenFull {
+                uncopied.insert(localId)
+            } else if let media = message as? MediaMessage, !media.localFiles.isEmpty {
                 do {
                     files = try OutgoingCopies.copy(media.localFiles, localId: localId, into: cache.directory)
                 } catch {
@@ -123,17 +133,23 @@ extension OfflineVault {
                                               message: admission.wire, senderUid: me, files: files)))
         }
         guard !rows.isEmpty else { return }
-        let capacity = config.maxPendingMessages
-        let policy = config.pendingQueueOverflowPolicy
         let budget: Int64? = config.maxMediaCacheSize > 0 ? config.maxMediaCacheSize : nil
         let candidates = rows.map(\.1)
-        let outcomes: [(EnqueueOutcome, [String])]
+        // Per send: its outcome (nil: a media send whose files were not copied because the queue
+        // was full, and that now finds room: it is admitted again, copies first), and the files
+        // its admission frees.
+        let outcomes: [(EnqueueOutcome?, [String])]
         do {
-            outcomes = try cache.writer.sync { db -> [(EnqueueOutcome, [String])] in
-                let results = try db.transaction { () throws -> [(EnqueueOutcome, [String])] in
+            outcomes = try cache.writer.sync { db -> [(EnqueueOutcome?, [String])] in
+                let results = try db.transaction { () throws -> [(EnqueueOutcome?, [String])] in
                     let inFlight = self.outbox.state.withLock { $0.inFlight }
-                    var results: [(EnqueueOutcome, [String])] = []
+                    var results: [(EnqueueOutcome?, [String])] = []
                     for candidate in candidates {
+                        if uncopied.contains(candidate.localId) {
+                            let full = try OutboxRows.pendingCount(in: db) >= capacity
+                            results.append((full ? .refused(.queueFull) : nil, []))
+                            continue
+                        }
                         var row = candidate
                         row.seq = try OutboxRows.nextSeq(in: db)
                         var remove: [String] = []
@@ -147,7 +163,7 @@ extension OfflineVault {
                 // claim their rows.
                 self.outbox.state.withLock { s in
                     for ((admission, row), (result, _)) in zip(rows, results) {
-                        if case .queued = result { s.live[row.localId] = admission.live }
+                        if case .queued? = result { s.live[row.localId] = admission.live }
                     }
                 }
                 return results
@@ -167,7 +183,9 @@ extension OfflineVault {
             let message = admission.live.message
             let live = admission.live
             switch outcome {
-            case .refused(let reason):
+            case nil:
+                enqueueAdmission(admission)
+            case .refused(let reason)?:
                 OutgoingCopies.remove(localId: row.localId, in: cache.directory)
                 let error = Self.exception(for: reason)
                 executor.execute {
@@ -179,7 +197,7 @@ extension OfflineVault {
                     live.onError(error)
                     for listener in listeners { listener.onOutboxMessageFailed(message, reason) }
                 }
-            case .queued(let evicted):
+            case .queued(let evicted)?:
                 let composedAt = admission.composedAt
                 executor.execute {
                     message.messageStatus = .pending

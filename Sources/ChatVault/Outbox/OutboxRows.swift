@@ -129,6 +129,11 @@ enum OutboxRows {
     ///   - mediaBudget: `maxMediaCacheSize` (nil: unlimited).
     ///   - removeFiles: receives the files of evicted media and of an evicted message, to delete
     ///     once the transaction has committed (nothing on a refusal).
+    /// How many messages wait to be sent (what the queue's cap counts).
+    static func pendingCount(in db: Database) throws -> Int {
+        Int(clamping: try db.scalarInt("SELECT count(*) FROM outbox WHERE state = 0") ?? 0)
+    }
+
     static func enqueue(_ row: OutboxRow, capacity: Int, policy: PendingMessageOverflowPolicy, inFlight: Set<String>,
                         mediaBudget: Int64?, removeFiles: inout [String], in db: Database) throws -> EnqueueOutcome {
         var removing: [String] = []
@@ -136,7 +141,7 @@ enum OutboxRows {
         do {
             evicted = try db.savepoint("enqueue") { () throws -> OutboxRow? in
                 var evicted: OutboxRow?
-                let queued = Int(try db.scalarInt("SELECT count(*) FROM outbox WHERE state = 0") ?? 0)
+                let queued = try pendingCount(in: db)
                 if queued >= capacity {
                     guard policy == .dropOldest else { throw Refusal(reason: .queueFull) }
                     let candidates = try db.cached("SELECT \(columns) FROM outbox WHERE state = 0 ORDER BY seq")
