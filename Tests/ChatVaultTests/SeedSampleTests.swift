@@ -1,0 +1,282 @@
+import ChatVaultSimulator
+import ChatVaultTesting
+import Foundation
+import Synchronization
+import XCTest
+import ChatVault
+import VaultKeys
+
+// The seed pages' Swift samples, pasted as an app developer would (only the ids and the objects
+// they refer to are supplied), compiled against the public API (plain `import ChatVault`, no
+// `@testable`) and run against an installed vault: if a spelling of the pages goes missing, this
+// file stops compiling. The samples of the sync and media pages' quick references join when those
+// capabilities land (issues 8 and 9): `getSyncState`, `getLastSyncTimestamp`, `forceSyncNow`,
+// `getMediaCachingMode`, `getCachedMediaPath`, `downloadMedia`, `addMediaDownloadListener`.
+
+final class SampleConversationLoader: NSObject, ConversationDetailsListener {
+    let hits = Mutex<[String]>([])
+
+    func onCachedConversation(_ conversation: Conversation) {
+        // Fires only on a cache hit.
+        hits.withLock { $0.append("cached") }
+    }
+
+    func onServerConversation(_ conversation: Conversation?) {
+        // Server copy, written through before delivery.
+        hits.withLock { $0.append("server") }
+    }
+
+    func onError(_ error: CometChatException?) {
+        print("Lookup failed: \(error?.errorCode ?? "")")
+        hits.withLock { $0.append(error?.errorCode ?? "") }
+    }
+}
+
+final class SampleMessageLoader: NSObject, MessageDetailsListener {
+    let hits = Mutex<[String]>([])
+
+    func onCachedMessage(_ message: BaseMessage) {
+        // Fires only on a cache hit.
+        hits.withLock { $0.append("cached") }
+    }
+
+    func onServerMessage(_ message: BaseMessage?) {
+        // Server copy.
+        hits.withLock { $0.append("server") }
+    }
+
+    func onError(_ error: CometChatException?) {
+        print("Lookup failed: \(error?.errorCode ?? "")")
+        hits.withLock { $0.append(error?.errorCode ?? "") }
+    }
+}
+
+final class SampleOutboxObserver: NSObject, OutboxListener {
+    let pending = Mutex(0)
+
+    func onOutboxMessagePending(_ message: BaseMessage) { pending.withLock { $0 += 1 } }
+
+    func onOutboxMessageSent(_ message: BaseMessage) { }
+
+    func onOutboxMessageFailed(_ message: BaseMessage, _ reason: CometChat.MessageFailureReason) {
+        print("Failed: \(message.localMessageId ?? "") (\(reason))")
+    }
+}
+
+final class SeedSampleTests: XCTestCase {
+    override func tearDown() {
+        CometChat.offlineVault = nil
+        super.tearDown()
+    }
+
+    /// An installed, logged-in vault over the simulator, offline unless told otherwise.
+    private func installedVault(online: Bool = false) async throws -> (OfflineVault, SimulatedClient, TemporaryDirectory) {
+        let folder = TemporaryDirectory()
+        let simulator = ChatVaultSimulator(seed: 3, clock: SimulatedClock())
+        for user in ["alice", "UID"] { try simulator.addUser(SimulatedUser(uid: user, name: user)) }
+        let client = simulator.client(for: "alice")
+        client.network = online ? .online : .offline
+        // The reference page's quick reference: the config, attached at init.
+        let offlineConfig = OfflineConfig.Builder()
+            .setEnabled(true)
+            .setMaxConversations(100)
+            .setMaxMessagesPerConversation(500)
+            .setMaxPendingMessages(50)
+            .setMediaCaching(.auto)
+            .setEncryption(false)
+            .build()
+        let appSettings = AppSettings.AppSettingsBuilder().setOfflineConfig(offlineConfig).build()
+        var settings = VaultSettings(applicationId: "org.chatvault.samples", rootDirectory: folder.path,
+                                     keyStorage: [.custom(MemoryKeyStore())], callbackExecutor: .queue(DispatchQueue(label: "samples")),
+                                     retry: .manualOnly)
+        settings.stableConnectionDelay = .milliseconds(20)
+        settings.reconnect = RetryPolicy(initialDelay: .milliseconds(5), maximumDelay: .milliseconds(40))
+        let vault = try OfflineVault(appSettings: appSettings, settings: settings, backend: client)
+        CometChat.offlineVault = vault
+        _ = await vault.login(userId: "alice")
+        XCTAssertTrue(CometChat.isOfflineEnabled())
+        return (vault, client, folder)
+    }
+
+    func testTheReferencePagesIntrospectionSamplesRun() async throws {
+        let (vault, _, folder) = try await installedVault()
+        _ = folder
+        XCTAssertEqual(CometChat.offlineVault?.config.maxPendingMessages, 50)
+        XCTAssertEqual(CometChat.isOfflineEnabled(), true)            // Bool
+        let status = CometChat.getOfflineEncryptionStatus()           // [String: Any]
+        XCTAssertEqual(status["atRest"] as? String, CometChat.OfflineEncryptionTier.NONE)
+        XCTAssertGreaterThan(CometChat.getCacheSize(), 0)             // Int64 (bytes)
+        let listed = Mutex<[BaseMessage]?>(nil)
+        CometChat.getPendingMessages(onSuccess: { m in listed.withLock { $0 = m } }, onError: { _ in })
+        await waitUntil { listed.withLock { $0 } != nil }
+        XCTAssertEqual(listed.withLock { $0 }?.count, 0)
+        CometChat.clearOfflineCache()
+        await vault.logout()
+    }
+
+    func testTheCachedDataPagesSamplesRunOffline() async throws {
+        let (vault, _, folder) = try await installedVault()
+        _ = folder
+        let phases = Mutex<[String]>([])
+
+        let request = MessagesRequest.MessageRequestBuilder()
+            .set(uid: "UID")
+            .set(limit: 30)
+            .build()
+
+        request.fetchPrevious(onCachedMessages: { messages in
+            // Render the cached page immediately.
+            phases.withLock { $0.append("cached messages") }
+        }, onServerMessages: { messages in
+            // Reconcile this slice against the cached page, keyed by message id.
+            phases.withLock { $0.append("server messages") }
+        }, onError: { error in
+            print("Fetch failed: \(error?.errorCode ?? "")")
+            phases.withLock { $0.append(error?.errorCode ?? "") }
+        })
+        await waitUntil { phases.withLock { $0.count } == 2 }
+
+        let conversations = ConversationRequest.ConversationRequestBuilder(limit: 30).build()
+
+        conversations.fetchNext(onCachedConversations: { conversations in
+            // Render the cached list immediately.
+            phases.withLock { $0.append("cached conversations") }
+        }, onServerConversations: { conversations in
+            // Reconcile, keyed by conversation id.
+            phases.withLock { $0.append("server conversations") }
+        }, onError: { error in
+            print("Fetch failed: \(error?.errorCode ?? "")")
+            phases.withLock { $0.append(error?.errorCode ?? "") }
+        })
+        await waitUntil { phases.withLock { $0.count } == 4 }
+
+        let users = UsersRequest.UsersRequestBuilder()
+            .set(limit: 30)
+            .build()
+
+        users.fetchNext(onCachedUsers: { users in
+            // render
+            phases.withLock { $0.append("cached users") }
+        }, onServerUsers: { users in
+            // reconcile, keyed by uid
+            phases.withLock { $0.append("server users") }
+        }, onError: { error in
+            print("Fetch failed: \(error?.errorCode ?? "")")
+            phases.withLock { $0.append(error?.errorCode ?? "") }
+        })
+        await waitUntil { phases.withLock { $0.count } == 6 }
+        let offline = CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE
+        XCTAssertEqual(phases.withLock { $0 }, ["cached messages", offline, "cached conversations", offline, "cached users", offline],
+                       "offline: the cached phase fires first, even when empty, then the read ends with ERROR_INTERNET_UNAVAILABLE")
+
+        let loader = SampleConversationLoader()
+        CometChat.getConversation(conversationWith: "UID", conversationType: .user, listener: loader)
+
+        let messageId = 42
+        let messageLoader = SampleMessageLoader()
+        CometChat.getMessageDetails(messageId, listener: messageLoader)
+        await waitUntil { loader.hits.withLock { !$0.isEmpty } && messageLoader.hits.withLock { !$0.isEmpty } }
+        XCTAssertEqual(loader.hits.withLock { $0 }, [offline], "no cache hit for an unknown conversation, and no server")
+        XCTAssertEqual(messageLoader.hits.withLock { $0 }, [offline])
+        await vault.logout()
+    }
+
+    func testTheSendPagesSamplesQueueOfflineAndSendOnReconnect() async throws {
+        let (vault, client, folder) = try await installedVault()
+        _ = folder
+        let events = Mutex<[String]>([])
+        let outboxObserver = SampleOutboxObserver()
+        CometChat.addOutboxListener("OUTBOX_LISTENER", outboxObserver)
+
+        let textMessage = TextMessage(receiverUid: "UID", text: "Hello!", receiverType: .user)
+
+        CometChat.sendTextMessage(message: textMessage, onMessagePending: { message in
+            // Queued and persisted; message.messageStatus == .pending
+            print("Pending, local id: \(message.localMessageId ?? "")")
+            events.withLock { $0.append("pending") }
+        }, onMessageSent: { message in
+            // Server ack: message now carries its real id and sentAt
+            print("Sent: \(message.id)")
+            events.withLock { $0.append("sent") }
+        }, onError: { error in
+            // Tell "queued, not failed" from a real failure by the error code
+            if error?.errorCode == CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE {
+                // Queued offline — it will send automatically on reconnect
+                events.withLock { $0.append("queued") }
+            } else {
+                // Real failure — surface a retry action
+                events.withLock { $0.append("failed") }
+            }
+        })
+        await waitUntil { events.withLock { $0 } == ["pending", "queued"] }
+        XCTAssertEqual(events.withLock { $0 }, ["pending", "queued"])
+        let localMessageId = try XCTUnwrap(textMessage.localMessageId)
+        XCTAssertEqual(textMessage.messageStatus, .pending)
+        XCTAssertNil(textMessage.getFailureReason())
+        XCTAssertEqual(outboxObserver.pending.withLock { $0 }, 1)
+
+        let mediaMessage = MediaMessage(receiverUid: "UID", files: [], messageType: .image, receiverType: .user)
+        let customMessage = CustomMessage(receiverUid: "UID", receiverType: .user, customData: ["k": "v"], type: "poll")
+        let interactiveMessage = InteractiveMessage(receiverUid: "UID", type: "form", receiverType: .user, interactiveData: ["f": 1])
+        CometChat.sendMediaMessage(message: mediaMessage, onMessagePending: { _ in }, onMessageSent: { _ in }, onError: { _ in })
+        CometChat.sendCustomMessage(message: customMessage, onMessagePending: { _ in }, onMessageSent: { _ in }, onError: { _ in })
+        CometChat.sendInteractiveMessage(message: interactiveMessage, onMessagePending: { _ in }, onMessageSent: { _ in }, onError: { _ in })
+
+        let listed = Mutex<[String]>([])
+        CometChat.getPendingMessages(onSuccess: { messages in
+            for m in messages {
+                print("\(m.localMessageId ?? "") -> \(m.messageStatus)")
+            }
+            listed.withLock { $0 = messages.compactMap(\.localMessageId) }
+        }, onError: { error in
+            print("Could not read the outbox: \(error.errorCode)")
+        })
+        await waitUntil { listed.withLock { $0.contains(localMessageId) } }
+
+        CometChat.retryAllFailedMessages()
+        let discarded = Mutex<String?>(nil)
+        CometChat.discardLocalMessage(localMessageId, onSuccess: {
+            print("Discarded")
+            discarded.withLock { $0 = "discarded" }
+        }, onError: { error in
+            print("Discard rejected: \(error.errorCode)")
+            discarded.withLock { $0 = error.errorCode }
+        })
+        await waitUntil { discarded.withLock { $0 } != nil }
+        XCTAssertEqual(discarded.withLock { $0 }, "discarded", "a pending message not on the wire can be discarded")
+
+        let retried = Mutex<String?>(nil)
+        CometChat.retryMessage(localMessageId, onSuccess: {
+            print("Sent")
+        }, onError: { error in
+            print("Retry rejected or failed: \(error.errorCode)")
+            retried.withLock { $0 = error.errorCode }
+        })
+        await waitUntil { retried.withLock { $0 } != nil }
+        XCTAssertEqual(retried.withLock { $0 }, CometChatConstants.Errors.ERROR_OFFLINE_MESSAGE_NOT_FOUND, "the discarded message is gone")
+
+        // parentMessageId: 0 for the main composer, the thread parent's id for a thread composer.
+        if let request = CometChat.getExistingUploadFileRequest(receiverId: "UID",
+                                                                receiverType: .user,
+                                                                parentMessageId: 0) {
+            for item in request.getItems() {
+                print("\(item.fileId) -> \(item.state)")
+                if item.state == .failed {
+                    request.retryAttachment(fileId: item.fileId)
+                }
+            }
+            XCTFail("no upload batch was started")
+        }
+
+        // Online again: the queued custom and interactive messages go out on their own.
+        client.network = .online
+        var left = -1
+        for _ in 0..<200 where left != 0 {
+            left = try await vault.pendingMessages().count
+            if left != 0 { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        XCTAssertEqual(left, 0, "the custom and interactive messages were sent on reconnect")
+        CometChat.removeOutboxListener("OUTBOX_LISTENER")
+        await vault.logout()
+    }
+}
