@@ -66,6 +66,37 @@ final class ProcessCleanupTests: XCTestCase {
         XCTAssertFalse(ProcessReaper.isAlive(pid))
         XCTAssertEqual(ProcessReaper.processes(withEnvironment: "CHATVAULT_PROCESS_CHECK", value: marker), [])
     }
+
+    /// Scripts/test and Scripts/chatvault end their sessions with `chatvault_stop_processes_using`:
+    /// it finds processes by any variable naming the session's directory (not only
+    /// XDG_RUNTIME_DIR), and escalates to SIGKILL when SIGTERM is ignored.
+    func testTheScriptsCleanupEndsEverythingStartedForItsDirectory() throws {
+        let bash = try XCTUnwrap(Subprocess.which("bash"))
+        let scratch = TemporaryDirectory()
+        let lib = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Scripts/lib").path
+        let script = """
+            set -eu
+            DIR=$1
+            . "\(lib)/common.sh"
+            . "\(lib)/keyring.sh"
+            env XDG_RUNTIME_DIR="$DIR/run" sh -c 'trap "" TERM; exec sleep 60' </dev/null >/dev/null 2>&1 &
+            env CHATVAULT_SCENARIO_KEYRING_HOME="$DIR/session" sleep 60 </dev/null >/dev/null 2>&1 &
+            env UNRELATED="$DIR-other" sleep 60 </dev/null >/dev/null 2>&1 &
+            other=$!
+            sleep 0.3
+            echo "found $(chatvault_processes_using "$DIR" | wc -l)"
+            chatvault_stop_processes_using "$DIR" 1
+            echo "left $(chatvault_processes_using "$DIR" | wc -l)"
+            chatvault_process_alive "$other" && echo "other alive"
+            kill -KILL "$other"
+            """
+        // The directory is an argument, not in the environment: the script's own processes must
+        // not match it.
+        let run = try Subprocess.run([bash, "-c", script, "bash", scratch.path], environment: ProcessInfo.processInfo.environment)
+        XCTAssertEqual(run.status, 0, String(decoding: run.stderr, as: UTF8.self))
+        XCTAssertEqual(String(decoding: run.stdout, as: UTF8.self).split(separator: "\n"), ["found 2", "left 0", "other alive"])
+    }
 }
 
 /// Carries a worker thread's findings back (written before the semaphore is signalled).
