@@ -146,6 +146,9 @@ struct OpenProcedure {
             } catch {
                 throw OpenStop.unavailable(.unsafeFiles(error.description))
             }
+            // A directory we may not write (0500, a read-only mount) is read-only. SQLite would
+            // only say CANTOPEN (14) when it fails to create the -wal or -shm.
+            if access(dir.path, W_OK | X_OK) != 0 { throw OpenStop.unavailable(.forErrno(errno)) }
         } else {
             // No cache yet: decide whether anything may be written before creating the directory.
             if config.encryption, case .cannotRun(let why) = encryptionFeasibility(), config.failureBehavior == .onlineOnly {
@@ -170,6 +173,10 @@ struct OpenProcedure {
             } catch {
                 throw OpenStop.unavailable(DatabaseVerdict.reason(error))
             }
+            // A database file we may not write (0400) is read-only, before SQLite sees it: SQLite
+            // would open it read-only, serve it as if ready, and create a -shm with its mode that
+            // keeps the cache unusable after the mode is fixed.
+            if file != dir.manifest, access(file, R_OK | W_OK) != 0 { throw OpenStop.unavailable(.forErrno(errno)) }
         }
         // Finish what a crash interrupted before looking at anything.
         try quarantine.rollForward()
