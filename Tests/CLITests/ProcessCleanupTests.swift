@@ -84,7 +84,11 @@ final class ProcessCleanupTests: XCTestCase {
             env CHATVAULT_SCENARIO_KEYRING_HOME="$DIR/session" sleep 60 </dev/null >/dev/null 2>&1 &
             env UNRELATED="$DIR-other" sleep 60 </dev/null >/dev/null 2>&1 &
             other=$!
-            sleep 0.3
+            # Until both have exec'd with their environment (a loaded machine can take a while).
+            for _ in $(seq 100); do
+                [ "$(chatvault_processes_using "$DIR" | wc -l)" -ge 2 ] && break
+                sleep 0.1
+            done
             echo "found $(chatvault_processes_using "$DIR" | wc -l)"
             chatvault_stop_processes_using "$DIR" 1
             echo "left $(chatvault_processes_using "$DIR" | wc -l)"
