@@ -44,18 +44,49 @@ chatvault_bus_name_activatable() {
         org.freedesktop.DBus.ListActivatableNames 2>/dev/null | grep -q "\"$1\""
 }
 
-# Stops, by process id, every process whose XDG_RUNTIME_DIR is the directory $1 or lies inside it:
-# the daemons started for one session (gnome-keyring, and whatever the bus activated with the
-# activation environment above). Each session has a runtime directory of its own, so this never
-# touches another session's daemons.
-chatvault_stop_processes_using() {
-    local dir=$1 pid
+# Prints the ids of the running processes (not zombies, not this shell) whose environment has a
+# variable set to the directory $1 or to a path inside it: XDG_RUNTIME_DIR of the daemons started
+# for one session (gnome-keyring, and whatever the bus activated with the activation environment
+# above), the session log, the homes of the private sessions the tests and the CLI start below
+# it. Each session has a directory of its own, so this never lists another session's processes.
+chatvault_processes_using() {
+    local dir=$1 pid line
     for pid in $(ls /proc 2>/dev/null | grep -E '^[0-9]+$'); do
-        [ "$pid" = "$$" ] && continue
-        if { tr '\0' '\n' < "/proc/$pid/environ"; } 2>/dev/null | grep -qxE "XDG_RUNTIME_DIR=$dir(/.*)?"; then
-            kill "$pid" 2>/dev/null || true
-        fi
+        if [ "$pid" = "$$" ] || [ "$pid" = "${BASHPID:-}" ]; then continue; fi
+        chatvault_process_alive "$pid" || continue
+        { while IFS= read -r -d '' line; do
+              case $line in
+                  *="$dir"|*="$dir"/*) echo "$pid"; break ;;
+              esac
+          done < "/proc/$pid/environ"; } 2>/dev/null || true
     done
+}
+
+# True while process $1 runs (a zombie has finished; only its parent's wait is missing).
+chatvault_process_alive() {
+    local stat state
+    { read -r stat < "/proc/$1/stat"; } 2>/dev/null || return 1
+    state=${stat##*) }
+    state=${state%% *}
+    [ "$state" != Z ] && [ "$state" != X ]
+}
+
+# Stops, by process id, the processes chatvault_processes_using lists for the directory $1:
+# SIGTERM, then SIGKILL for whatever still runs after ${2:-3} seconds (a daemon that blocks or
+# ignores SIGTERM must not outlive the run).
+chatvault_stop_processes_using() {
+    local dir=$1 grace=${2:-3} pids pid tries
+    pids=$(chatvault_processes_using "$dir")
+    [ -n "$pids" ] || return 0
+    kill $pids 2>/dev/null || true
+    tries=$(( grace * 10 ))
+    while [ "$tries" -gt 0 ]; do
+        pids=$(for pid in $pids; do chatvault_process_alive "$pid" && echo "$pid"; done; true)
+        [ -n "$pids" ] || return 0
+        sleep 0.1
+        tries=$(( tries - 1 ))
+    done
+    kill -KILL $pids 2>/dev/null || true
 }
 
 # True when the current session bus (if any) has org.freedesktop.secrets, owned or activatable.

@@ -64,11 +64,12 @@ public enum Subprocess {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
-        guard spawned == 0 else {
+        let pid: pid_t
+        do {
+            pid = try spawn(arguments[0], argv: argv, envp: envp, actions: &actions)
+        } catch {
             close(pipeEnds[1])
-            throw SpawnError(program: arguments[0], errno: spawned)
+            throw error
         }
         _ = input.withUnsafeBytes { write(pipeEnds[1], $0.baseAddress, $0.count) }
         close(pipeEnds[1])
@@ -77,5 +78,32 @@ public enum Subprocess {
         let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return Result(status: code, stdout: FileManager.default.contents(atPath: outPath) ?? Data(),
                       stderr: FileManager.default.contents(atPath: errPath) ?? Data())
+    }
+
+    /// `posix_spawn` with the child's signals as a fresh program expects them: nothing blocked and
+    /// every signal at its default action.
+    ///
+    /// Without this a child inherits the mask of the spawning thread, and Dispatch and Swift
+    /// concurrency worker threads (where async code, XCTest's async tests and the CLI's async main
+    /// run) block almost every signal, SIGTERM included. Ignored signals (SIGPIPE, which the Swift
+    /// runtime ignores) survive `exec` too. A dbus-daemon or gnome-keyring-daemon started that
+    /// way cannot be ended by `dbus-run-session`, `kill` or a script's cleanup, and outlives the
+    /// run. Use this for every process started from Swift.
+    public static func spawn(_ path: String, argv: [UnsafeMutablePointer<CChar>?], envp: [UnsafeMutablePointer<CChar>?],
+                             actions: inout posix_spawn_file_actions_t) throws -> pid_t {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        guard spawned == 0 else { throw SpawnError(program: path, errno: spawned) }
+        return pid
     }
 }

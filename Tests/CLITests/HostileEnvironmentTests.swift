@@ -84,6 +84,35 @@ final class HostileEnvironmentTests: XCTestCase {
         XCTAssertEqual((out["after"]?["resets"] as? [Any])?.count, 0)
     }
 
+    func testAFullDiskOpenLeavesNoEmptyWalOrShmBehind() throws {
+        let scratch = TemporaryDirectory()
+        let result = try inPrivateNamespace("""
+            mkdir -p "$WORK/mnt" "$WORK/out" "$WORK/keys"
+            mount -t tmpfs -o size=4m tmpfs "$WORK/mnt"
+            "$CV" seed --dir "$WORK/mnt/root" --user u --messages 50 --pending 2 --keystore file --key-dir "$WORK/keys/k" --app "$APP" --json > "$WORK/out/seed.json"
+            dir=$(echo "$WORK"/mnt/root/*)
+            files() { printf '{"names": ['; ls -A "$dir" | sed 's/.*/"&"/' | paste -sd, - | tr -d '\\n'; printf ']}'; }
+            files > "$WORK/out/seeded.json"
+            dd if=/dev/zero of="$WORK/mnt/filler" bs=1k 2>/dev/null || true
+            "$CV" open --dir "$WORK/mnt/root" --user u --keystore file --key-dir "$WORK/keys/k" --app "$APP" --json > "$WORK/out/full.json"
+            files > "$WORK/out/afterfull.json"
+            rm "$WORK/mnt/filler"
+            "$CV" open --dir "$WORK/mnt/root" --user u --keystore file --key-dir "$WORK/keys/k" --app "$APP" --json > "$WORK/out/after.json"
+            umount "$WORK/mnt"
+            """, scratch)
+        XCTAssertEqual(result.status, 0, String(decoding: result.stderr, as: UTF8.self))
+        let out = try lines("\(scratch.path)/out")
+        let full = try XCTUnwrap(out["full"])
+        XCTAssertEqual(full["outcome"] as? String, "unavailable", "\(full)")
+        XCTAssertEqual(full["unavailableReason"] as? String, "diskFull")
+        let seeded = try XCTUnwrap(out["seeded"]?["names"] as? [String])
+        XCTAssertFalse(seeded.contains("cache.db-wal") || seeded.contains("cache.db-shm"), "\(seeded)")
+        XCTAssertEqual(out["afterfull"]?["names"] as? [String], seeded, "the failed open left the directory as it found it")
+        XCTAssertEqual(out["after"]?["outcome"] as? String, "ready")
+        XCTAssertEqual(out["after"]?["messages"] as? Int, 50)
+        XCTAssertEqual(out["after"]?["pending"] as? Int, 2)
+    }
+
     func testRunningOutOfFileDescriptorsNeverCostsTheCache() throws {
         let scratch = TemporaryDirectory()
         let prlimit = try XCTUnwrap(Subprocess.which("prlimit"), "prlimit (util-linux) is needed")

@@ -140,9 +140,7 @@ struct KilledRun {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
-        guard spawned == 0 else { throw SpawnFailed(errno: spawned) }
+        let pid = try Subprocess.spawn(arguments[0], argv: argv, envp: envp, actions: &actions)
         let (seconds, attoseconds) = delay.components
         usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
         kill(pid, SIGKILL)
@@ -153,8 +151,4 @@ struct KilledRun {
                          stderr: String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self),
                          killed: signaled && status & 0x7f == SIGKILL, status: signaled ? 128 + (status & 0x7f) : (status >> 8) & 0xff)
     }
-}
-
-struct SpawnFailed: Error {
-    var errno: Int32
 }

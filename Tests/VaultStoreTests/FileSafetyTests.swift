@@ -91,6 +91,25 @@ final class FileSafetyTests: XCTestCase {
         guard case .unavailable(.unsafeFiles) = h2.open(h2.configuration(), expect: "unavailable").outcome else { return XCTFail() }
     }
 
+    func testADirectoryInPlaceOfTheLockFileIsUnsafeFilesNeverAReset() throws {
+        // Not a shortage of resources: the cache's files are not what they must be, and a person
+        // has to look (as for a symlinked lock). Typed, transient, nothing touched.
+        let h = Harness()
+        try h.createSeeded(messages: 6, pending: 1)
+        XCTAssertEqual(unlink(h.directory.lockFile), 0)
+        XCTAssertEqual(mkdir(h.directory.lockFile, 0o700), 0)
+        let report = h.open(h.configuration(), expect: "unavailable")
+        guard case .unavailable(.unsafeFiles(let why)) = report.outcome else { return XCTFail("\(report.outcome)") }
+        XCTAssertTrue(why.contains("/lock"), why)
+        XCTAssertEqual(report.resets, [])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.directory.quarantine))
+        XCTAssertEqual(rmdir(h.directory.lockFile), 0)
+        let again = h.open(h.configuration(), expect: "ready")
+        XCTAssertEqual(again.resets, [])
+        XCTAssertEqual(try h.counts(try XCTUnwrap(again.cache)).pending, 1)
+        again.cache?.close()
+    }
+
     func testManifestCarriesNoKeyMaterial() throws {
         let h = Harness()
         try h.createSeeded()

@@ -119,9 +119,15 @@ public final class DirectoryLock: Sendable {
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let e = errno
-            return .failure(.system(e == ELOOP ? .symlink(path) : .system(path, operation: "open", errno: e)))
+            // A directory (or another kind of file) where the lock file belongs is refused like a
+            // symlink: a typed `unsafeFiles` for a person to fix, never a reset.
+            return .failure(.system(e == ELOOP ? .symlink(path) : e == EISDIR ? .wrongKind(path) : .system(path, operation: "open", errno: e)))
         }
         var st = stat()
+        if fstat(fd, &st) == 0, st.st_mode & S_IFMT != S_IFREG {
+            close(fd)
+            return .failure(.system(.wrongKind(path)))
+        }
         if fstat(fd, &st) != 0 || st.st_uid != geteuid() || UInt32(st.st_mode) & 0o077 != 0 {
             close(fd)
             return .failure(.system(.tooOpen(path, mode: UInt32(st.st_mode) & 0o7777)))

@@ -99,6 +99,8 @@ struct OpenProcedure {
     var lock: DirectoryLock?
     var feasibility: Feasibility?
     var pendingSalvage: [[DatabaseValue]] = []
+    /// Which of `-wal` and `-shm` existed when the lock was taken (nil before).
+    var companionsAtLock: [String]?
 
     init(_ config: StoreConfiguration) {
         self.config = config
@@ -116,6 +118,7 @@ struct OpenProcedure {
             let outcome: OpenReport.Outcome = fallback.map { .plaintextFallback($0) } ?? .ready
             return OpenReport(outcome: outcome, resets: earlier + resets, cache: cache, notes: notes)
         } catch let stop as OpenStop {
+            removeEmptyCompanionsThisOpenCreated()
             lock?.release()
             switch stop {
             case .unavailable(let reason):
@@ -124,6 +127,7 @@ struct OpenProcedure {
                 return OpenReport(outcome: .onlineOnly(why), resets: [], cache: nil, notes: notes)
             }
         } catch {
+            removeEmptyCompanionsThisOpenCreated()
             lock?.release()
             let reason: UnavailableReason
             switch DatabaseVerdict(error) {
@@ -146,6 +150,9 @@ struct OpenProcedure {
             } catch {
                 throw OpenStop.unavailable(.unsafeFiles(error.description))
             }
+            // A directory we may not write (0500, a read-only mount) is read-only. SQLite would
+            // only say CANTOPEN (14) when it fails to create the -wal or -shm.
+            if access(dir.path, W_OK | X_OK) != 0 { throw OpenStop.unavailable(.forErrno(errno)) }
         } else {
             // No cache yet: decide whether anything may be written before creating the directory.
             if config.encryption, case .cannotRun(let why) = encryptionFeasibility(), config.failureBehavior == .onlineOnly {
@@ -158,7 +165,9 @@ struct OpenProcedure {
             }
         }
         switch DirectoryLock.acquire(dir.lockFile) {
-        case .success(let acquired): lock = acquired
+        case .success(let acquired):
+            lock = acquired
+            companionsAtLock = dir.databaseFiles.dropFirst().filter { access($0, F_OK) == 0 }
         case .failure(.held(let pid)): throw OpenStop.unavailable(.cacheInUse(pid: pid))
         case .failure(.system(let error)): throw OpenStop.unavailable(DatabaseVerdict.reason(error))
         }
@@ -170,6 +179,10 @@ struct OpenProcedure {
             } catch {
                 throw OpenStop.unavailable(DatabaseVerdict.reason(error))
             }
+            // A database file we may not write (0400) is read-only, before SQLite sees it: SQLite
+            // would open it read-only, serve it as if ready, and create a -shm with its mode that
+            // keeps the cache unusable after the mode is fixed.
+            if file != dir.manifest, access(file, R_OK | W_OK) != 0 { throw OpenStop.unavailable(.forErrno(errno)) }
         }
         // Finish what a crash interrupted before looking at anything.
         try quarantine.rollForward()
@@ -486,6 +499,21 @@ struct OpenProcedure {
     func fileSize(_ path: String) -> Int64 {
         var st = stat()
         return lstat(path, &st) == 0 ? Int64(st.st_size) : 0
+    }
+
+    /// After a failed open (a full disk…), removes the `-wal` and `-shm` this open created and that
+    /// hold nothing, so a transient failure leaves the directory as it found it. A `-wal` with
+    /// content is never touched (it may hold commits); the `-shm`, only an index of the `-wal`
+    /// that SQLite rebuilds, goes only when the `-wal` is missing or empty. Runs while the lock
+    /// is held and after this open's connections are gone; files that were there before stay.
+    func removeEmptyCompanionsThisOpenCreated() {
+        guard lock != nil, let before = companionsAtLock else { return }
+        func isRegular(_ path: String) -> Bool {
+            var st = stat()
+            return lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG
+        }
+        if !before.contains(dir.wal), isRegular(dir.wal), fileSize(dir.wal) == 0 { CacheDirectory.remove(dir.wal) }
+        if !before.contains(dir.shm), isRegular(dir.shm), fileSize(dir.wal) == 0 { CacheDirectory.remove(dir.shm) }
     }
 
     /// A `cache.db.next` left by an interrupted encryption change is never needed: the old

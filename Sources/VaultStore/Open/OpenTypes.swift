@@ -69,11 +69,13 @@ public enum UnavailableReason: Sendable, Equatable, CustomStringConvertible {
     case databaseBusy
     /// No space left on the device.
     case diskFull
-    /// The file or file system refuses writes.
+    /// The file or file system refuses writes: a read-only mount, or a cache directory or
+    /// database file whose mode does not let this user write it (checked before SQLite opens it).
     case readOnly
     /// Another process (or instance) has this cache open.
     case cacheInUse(pid: Int32?)
-    /// A file or directory is a symlink, belongs to someone else, or others can read it.
+    /// A file or directory is a symlink, belongs to someone else, others can read it, or it is
+    /// not of the expected kind (a directory where the `lock` file belongs): a person must look.
     case unsafeFiles(String)
     /// An encrypted cache exists but no cipher engine is linked: never opened as plaintext.
     case cipherUnavailable

@@ -50,6 +50,14 @@ enum PrivateSession {
         case .noSecretService:
             session += ["--config-file=\(config)", "--"]
         }
+        // Whatever the session started (the bus, the keyring daemon, a daemon that replaced it,
+        // anything activated) carries `homeVariable=home` in its environment: end it all, by pid,
+        // before the directory goes. dbus-run-session only stops its own dbus-daemon, and
+        // gnome-keyring-daemon does not always leave with the bus.
+        defer {
+            ProcessReaper.stopAll(withEnvironment: homeVariable, value: home)
+            withExtendedLifetime(scratch) {}
+        }
         let result = try Subprocess.run(session + [Subprocess.selfPath] + arguments, environment: environment)
         guard result.status == 0, !result.stdout.isEmpty else {
             let detail = String(decoding: result.stderr.suffix(600), as: UTF8.self).split(separator: "\n").suffix(3).joined(separator: " | ")
