@@ -45,12 +45,14 @@ public struct CipherEngine: Sendable, Equatable {
         if let key = try? CacheKey.generate() {
             _ = key.withRawKeyLiteral { literal in sqlite3_key(db, literal.baseAddress, Int32(literal.count)) }
         }
+        // First, so that not even the probe's own statements reach the engine's log.
+        let logLevel = configureEngineLog(db)
         let version = scalar(db, "PRAGMA cipher_version")
         let cipher = scalar(db, "PRAGMA cipher")
         return CipherEngine(version: version?.isEmpty == false ? version : nil,
                             cipherName: cipher?.isEmpty == false ? cipher : nil,
                             sqliteVersion: String(cString: sqlite3_libversion()),
-                            engineLogLevel: configureEngineLog(db))
+                            engineLogLevel: logLevel)
     }
 
     /// SQLCipher 4.x writes its own log to stderr (level WARN by default), e.g. "ERROR CORE …
