@@ -215,7 +215,11 @@ final class FixtureTests: XCTestCase {
             XCTAssertEqual(repaired.cacheId, original.cacheId, variant)
             XCTAssertEqual(repaired.keyCheck, original.keyCheck, variant)
             XCTAssertEqual(repaired.keyId, original.keyId, variant)
-            XCTAssertEqual(repaired.cipherProfile, original.cipherProfile, variant)
+            // The profile that opens the file; `createdBy` names the engine that rewrote the
+            // manifest, which is the fixture's own (3.4.1) only when this build runs on 3.4.1.
+            var profile = original.cipherProfile
+            profile?.createdBy = CipherProfile.standard().createdBy
+            XCTAssertEqual(repaired.cipherProfile, profile, variant)
         }
     }
 

@@ -98,8 +98,35 @@ public final class VaultCache: Sendable {
 enum IntegrityCheck {
     /// `quick_check` reads every page (SQLCipher verifies each page's HMAC as it decrypts it) and
     /// checks the b-tree structure; "ok" is the only passing answer.
-    static func run(_ db: Database) throws -> Bool {
-        let lines = try db.texts("PRAGMA quick_check")
-        return lines == ["ok"]
+    ///
+    /// SQLCipher 3.4.1 answers a page whose HMAC fails with rows ("… unable to get the page …"), so
+    /// `false`. SQLCipher 4.x fails the statement instead, with a code that depends on the release
+    /// (1, 7, 11 or 26; 4.18 returns a few rows, then SQLITE_ERROR "SQL logic error"), which alone
+    /// would be `unclassified` (or even `resources`). So when the check fails with an error on 4.x,
+    /// ask the engine which pages fail their HMAC (`authenticationFailures`): any such page means
+    /// damage (`false`); none means the error says nothing about the file, and it is rethrown for
+    /// the usual classification.
+    ///
+    /// Only ever run on a connection whose key is proven right: the manifest's key-check matched
+    /// and page 1 decrypted (the probe), so a later page failing its HMAC is a damaged page, not a
+    /// wrong key.
+    static func run(_ db: Database, engine: CipherEngine = .current) throws -> Bool {
+        do {
+            let lines = try db.texts("PRAGMA quick_check")
+            return lines == ["ok"]
+        } catch {
+            if (engine.majorVersion ?? 0) >= 4, !authenticationFailures(db).isEmpty { return false }
+            throw error
+        }
+    }
+
+    /// The pages of the main database whose HMAC does not verify under the connection's key, from
+    /// SQLCipher 4's `PRAGMA cipher_integrity_check` (which reads the file itself, page by page, so
+    /// it still answers after a page error). Empty when every page verifies, and also when the
+    /// engine cannot tell (3.4.1 ignores the pragma; an unkeyed connection; the check failing):
+    /// empty never proves the file intact, it only withholds the `damaged` verdict.
+    static func authenticationFailures(_ db: Database) -> [String] {
+        guard let lines = try? db.texts("PRAGMA cipher_integrity_check") else { return [] }
+        return lines.filter { $0.hasPrefix("HMAC verification failed for page") }
     }
 }

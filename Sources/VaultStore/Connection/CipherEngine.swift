@@ -14,6 +14,9 @@ public struct CipherEngine: Sendable, Equatable {
     public let cipherName: String?
     /// `sqlite_version()` of the linked engine (e.g. "3.15.2").
     public let sqliteVersion: String
+    /// The level SQLCipher's own log was left at (`PRAGMA cipher_log_level`, SQLCipher 4.x): "NONE"
+    /// unless `CHATVAULT_SQLCIPHER_LOG` asks for one. Nil when the engine has no such log (3.4.1).
+    public let engineLogLevel: String?
 
     /// Whether a cipher engine is present in this build.
     public var isAvailable: Bool { !(version ?? "").isEmpty }
@@ -21,10 +24,11 @@ public struct CipherEngine: Sendable, Equatable {
     /// The major SQLCipher version (3 or 4…), which decides the pragmas the profile needs.
     public var majorVersion: Int? { version.flatMap { Int($0.split(separator: ".").first ?? "") } }
 
-    package init(version: String?, cipherName: String?, sqliteVersion: String) {
+    package init(version: String?, cipherName: String?, sqliteVersion: String, engineLogLevel: String? = nil) {
         self.version = version
         self.cipherName = cipherName
         self.sqliteVersion = sqliteVersion
+        self.engineLogLevel = engineLogLevel
     }
 
     /// The probe result for this process.
@@ -41,11 +45,29 @@ public struct CipherEngine: Sendable, Equatable {
         if let key = try? CacheKey.generate() {
             _ = key.withRawKeyLiteral { literal in sqlite3_key(db, literal.baseAddress, Int32(literal.count)) }
         }
+        // First, so that not even the probe's own statements reach the engine's log.
+        let logLevel = configureEngineLog(db)
         let version = scalar(db, "PRAGMA cipher_version")
         let cipher = scalar(db, "PRAGMA cipher")
         return CipherEngine(version: version?.isEmpty == false ? version : nil,
                             cipherName: cipher?.isEmpty == false ? cipher : nil,
-                            sqliteVersion: String(cString: sqlite3_libversion()))
+                            sqliteVersion: String(cString: sqlite3_libversion()),
+                            engineLogLevel: logLevel)
+    }
+
+    /// SQLCipher 4.x writes its own log to stderr (level WARN by default), e.g. "ERROR CORE …
+    /// hmac check failed for pgno=24" for a damaged page: lines in the app's stderr that it cannot
+    /// route, carrying nothing the library does not already report (the failure reaches the open
+    /// procedure as a result code and is classified and noted there). So it is silenced, process
+    /// wide, before the first keyed connection reads a page (every keyed connection asks for
+    /// `.current` first). `CHATVAULT_SQLCIPHER_LOG=ERROR|WARN|INFO|DEBUG|TRACE` keeps it at that
+    /// level, for debugging. Probed, not assumed: 3.4.1 (and 4.x before `cipher_log_level`) ignore
+    /// the unknown pragma and answer nothing, which is recorded as nil.
+    private static func configureEngineLog(_ db: OpaquePointer) -> String? {
+        let asked = ProcessInfo.processInfo.environment["CHATVAULT_SQLCIPHER_LOG"]?.uppercased()
+        let level: String = ["ERROR", "WARN", "INFO", "DEBUG", "TRACE"].first { $0 == asked } ?? "NONE"
+        guard let answer = scalar(db, "PRAGMA cipher_log_level = \(level)"), !answer.isEmpty else { return nil }
+        return answer
     }
 
     private static func scalar(_ db: OpaquePointer, _ sql: String) -> String? {
