@@ -98,7 +98,7 @@ struct OpenProcedure {
     var resets: [CacheReset] = []
     var lock: DirectoryLock?
     var feasibility: Feasibility?
-    var pendingSalvage: [[DatabaseValue]] = []
+    var pendingSalvage = Salvage.Result()
 
     init(_ config: StoreConfiguration) {
         self.config = config
@@ -173,6 +173,7 @@ struct OpenProcedure {
         }
         // Finish what a crash interrupted before looking at anything.
         try quarantine.rollForward()
+        Salvage.removeLeftovers(in: dir)
         removeMigrationLeftovers()
 
         let header = CipherProof.header(of: dir.database)
@@ -400,10 +401,10 @@ struct OpenProcedure {
             created = (try createPlaintext(), nil)
         }
         if !pendingSalvage.isEmpty {
-            let rows = pendingSalvage
-            try created.0.writer.sync { db in try Salvage.restore(rows, into: db) }
-            notes.append("\(rows.count) unsent messages were salvaged into the new cache")
-            pendingSalvage = []
+            let salvaged = pendingSalvage
+            try created.0.writer.sync { db in try Salvage.restore(salvaged, into: db) }
+            notes.append("\(salvaged.outbox.count) unsent messages and \(salvaged.kv.count) upload batches were salvaged into the new cache")
+            pendingSalvage = Salvage.Result()
         }
         return created
     }
@@ -460,7 +461,14 @@ struct OpenProcedure {
     mutating func reset(_ reason: OfflineCacheResetReason, manifest: Manifest?, salvageWith keying: ConnectionKeying?) throws {
         var salvage = Salvage.Result.unreadable
         if let keying, CipherProof.header(of: dir.database) != .missing {
-            salvage = Salvage.outbox(databasePath: dir.database, keying: keying, options: config.connection)
+            do {
+                salvage = try Salvage.run(directory: dir, keying: keying, options: config.connection)
+                notes += salvage.notes
+            } catch {
+                // No room (or no way) to copy what could be read: wait rather than lose it.
+                notes.append("the \(reason.rawValue) reset waits: the damaged cache could not be copied for salvage (\(error.error))")
+                throw OpenStop.unavailable(DatabaseVerdict.reason(error.error))
+            }
         }
         // A plaintext copy may not stay behind when the app asks for encryption.
         let lost = salvage.pendingMessagesLost
@@ -471,7 +479,7 @@ struct OpenProcedure {
             notes.append("the \(reason.rawValue) reset could not set the cache aside (\(error.error)); it stays as it is")
             throw OpenStop.unavailable(DatabaseVerdict.reason(error.error))
         }
-        pendingSalvage = salvage.rows
+        pendingSalvage = salvage
         resets.append(CacheReset(reason: reason, pendingMessagesLost: lost, quarantinedAs: entry))
         notes.append("reset \(reason.rawValue): \(lost == offlinePendingCountUnknown ? "unknown number of" : String(lost)) unsent messages lost")
         quarantine.prune(currentCacheId: nil, keyStores: config.keyStores, applicationId: config.applicationId, account: config.account)
