@@ -255,6 +255,11 @@ struct OpenProcedure {
             case .transient(let reason):
                 throw OpenStop.unavailable(reason)
             case .damaged:
+                // The key is right (its check value matched): a manifest whose cipher profile
+                // disagrees with the database is repaired, not taken for damage (ManifestHint).
+                if case .encrypted(let key, let profile) = keying, let proven = profileProvenByDatabase(key: key, failed: profile) {
+                    return try openWithProvenProfile(manifest, key: key, profile: proven, store: store)
+                }
                 try reset(.corrupted, manifest: manifest, salvageWith: keying)
                 return try createFresh(afterReset: true).0
             case .unclassified(let code):

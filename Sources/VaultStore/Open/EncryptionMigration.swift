@@ -192,6 +192,7 @@ extension OpenProcedure {
         if let hinted = hint?.cacheId {
             candidates.sort { a, _ in a.1.id.cacheId == hinted }
         }
+        var refusedKeys: [CacheKey] = []
         for (store, item) in candidates {
             let key: CacheKey
             let keyId: String
@@ -200,7 +201,7 @@ extension OpenProcedure {
             case .unavailable(let reason): blocked = blocked ?? reason; continue
             case .absent: continue
             }
-            let profile = hint?.cipherProfile ?? .standard(engine: engine)
+            var profile = hint?.cipherProfile ?? .standard(engine: engine)
             var probeOptions = config.connection
             probeOptions.readOnly = true
             do {
@@ -209,7 +210,13 @@ extension OpenProcedure {
                 // Only "not a database under this key" moves on to the next key; a busy, full or
                 // failing file says nothing about the key and stops the inference.
                 switch DatabaseVerdict(error) {
-                case .damaged: continue
+                case .damaged:
+                    // A hinted profile may be what is wrong, not the key (ManifestHint).
+                    guard let proven = profileProvenByDatabase(key: key, failed: profile) else {
+                        refusedKeys.append(key)
+                        continue
+                    }
+                    profile = proven
                 case .transient(let reason): throw OpenStop.unavailable(reason)
                 case .unclassified(let code): throw OpenStop.unavailable(.unclassified(code: code, attempt: 0, of: config.escalationThreshold))
                 }
@@ -222,6 +229,13 @@ extension OpenProcedure {
             return try openExisting(manifest)
         }
         if let blocked { throw OpenStop.unavailable(.keyStore(blocked)) }
+        // No key opens it. One whose pages decrypt is its key all the same: the header is
+        // damaged, the key is not wrong (ManifestHint).
+        if databaseKeyAmong(refusedKeys, profile: hint?.cipherProfile ?? .standard(engine: engine)) != nil {
+            notes.append("a key item decrypts the database's pages but its header is damaged")
+            try reset(.corrupted, manifest: hint, salvageWith: nil)
+            return try createFresh(afterReset: true)
+        }
         try reset(candidates.isEmpty ? .keyLost : .wrongKey, manifest: hint, salvageWith: nil)
         return try createFresh(afterReset: true)
     }
