@@ -53,4 +53,31 @@ final class ResetSalvageTests: XCTestCase {
         XCTAssertEqual(try h.outgoingMediaRows().map(\.owner), ["upload-\(batchId)", "upload-\(batchId)"], "still counted in the budget")
         XCTAssertEqual(try h.rows().count, 1, "the unsent text too")
     }
+
+    func testWaitForIntegrityCheckReportsADamagedLargeCacheOnceItIsReset() async throws {
+        let h = EngineHarness()
+        let vault = try h.vault(integrityLimit: 0)
+        let listener = RecordingResetListener()
+        vault.addOfflineCacheResetListener("R", listener)
+        _ = await vault.login(userId: "alice")
+        try h.seed(vault, messages: 3000, pending: 2)
+        let created = await vault.waitForIntegrityCheck(timeout: .seconds(60))
+        XCTAssertEqual(created.result, .notNeeded, "a new cache has nothing to check")
+        await vault.logout()
+        _ = await vault.login(userId: "alice")
+        let intact = await vault.waitForIntegrityCheck(timeout: .seconds(60))
+        XCTAssertEqual(intact.result, .intact)
+        let database = try XCTUnwrap(vault.cacheDirectory?.database)
+        await vault.logout()
+        Damage.middlePage(database)
+        let attempt = await vault.login(userId: "alice")
+        XCTAssertEqual(attempt.state, .ready, "the large-cache open skips the full check")
+        let check = await vault.waitForIntegrityCheck(timeout: .seconds(60))
+        XCTAssertEqual(check.result, .damaged, "waited for the background check, not a plain ready")
+        XCTAssertEqual(check.reopen?.resets.map(\.reason), [.corrupted])
+        XCTAssertEqual(listener.recorded.map(\.reason), [.corrupted], "the listener was told before the wait ended")
+        XCTAssertTrue(vault.isOfflineEnabled())
+        XCTAssertEqual(try h.counts(vault).pending, 2)
+        await vault.logout()
+    }
 }
