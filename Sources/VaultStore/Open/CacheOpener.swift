@@ -248,6 +248,13 @@ struct OpenProcedure {
 
     /// Opens the database of a valid manifest; classifies any failure.
     mutating func openDatabase(_ manifest: Manifest, keying: ConnectionKeying, store: (any KeyStore)?) throws -> VaultCache {
+        // Before any connection replays the WAL: SQLite would drop acknowledged commits after a
+        // damaged frame without a word (WALCheck).
+        if let damage = WALCheck.inspect(path: dir.wal) {
+            notes.append(damage.description)
+            try reset(.corrupted, manifest: manifest, salvageWith: keying)
+            return try createFresh(afterReset: true).0
+        }
         do {
             return try connect(manifest, keying: keying, store: store)
         } catch {

@@ -109,6 +109,9 @@ enum Salvage {
             _ = truncate(copy, off_t((size / Int64(pageSize) + 1) * Int64(pageSize)))
             result.notes.append("salvage: the database file ended inside a page (truncated); it was zero-extended")
         }
+        if let damage = WALCheck.repairInPlace(path: copy + "-wal") {
+            result.notes.append("salvage: \(damage.description); the copy's WAL was repaired around the damaged frame")
+        }
         var readOnly = options
         readOnly.readOnly = true
         readOnly.create = false
