@@ -57,16 +57,19 @@ final class SalvageTests: XCTestCase {
         }
     }
 
-    func testSalvageLeavesNoPlaintextCopyBehind() throws {
+    func testAScratchCopyLeftByACrashIsScrubbedAndNeverCountsAsAnEntry() throws {
         let h = Harness()
-        try h.createSeeded(encryption: false, messages: 3000, pending: 3, marker: "PLAIN-SALVAGE-MARK")
-        Damage.middlePage(h.directory.database)
+        try h.createSeeded(encryption: false, messages: 30, pending: 2, marker: "PLAIN-SCRATCH-MARK")
+        // A crash in the middle of a salvage leaves its plaintext working copy behind.
+        let scratch = "\(h.directory.quarantine)/\(Salvage.scratchPrefix)dead"
+        try SecureFiles.ensureDirectory(h.directory.quarantine)
+        try SecureFiles.ensureDirectory(scratch)
+        try Salvage.copyFile(h.directory.database, to: "\(scratch)/cache.db")
+        XCTAssertEqual(filesContaining("PLAIN-SCRATCH-MARK", under: h.directory.quarantine), ["\(Salvage.scratchPrefix)dead/cache.db"])
         let report = h.open(h.configuration(encryption: false), expect: "ready")
-        XCTAssertEqual(report.resets.map(\.reason), [.corrupted])
-        XCTAssertEqual(report.resets.first?.pendingMessagesLost, 0)
-        XCTAssertEqual(try h.counts(try XCTUnwrap(report.cache)).pending, 3)
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: h.directory.quarantine).filter { $0.hasPrefix(".") }
-        XCTAssertEqual(leftovers, [])
+        XCTAssertEqual(report.resets, [])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: scratch), "removed by the next open")
+        XCTAssertEqual(Quarantine(directory: h.directory, policy: QuarantinePolicy(), now: { Date() }).entries().count, 0)
     }
 
     // MARK: - Helpers
