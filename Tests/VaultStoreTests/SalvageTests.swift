@@ -57,7 +57,7 @@ final class SalvageTests: XCTestCase {
         }
     }
 
-    func testAScratchCopyLeftByACrashIsScrubbedAndNeverCountsAsAnEntry() throws {
+    func testAScratchCopyLeftByACrashIsRemovedAndNeverCountsAsAnEntry() throws {
         let h = Harness()
         try h.createSeeded(encryption: false, messages: 30, pending: 2, marker: "PLAIN-SCRATCH-MARK")
         // A crash in the middle of a salvage leaves its plaintext working copy behind.
