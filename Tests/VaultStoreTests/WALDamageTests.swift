@@ -28,6 +28,23 @@ final class WALDamageTests: XCTestCase {
                        "the damaged WAL is kept as it was found")
     }
 
+    func testADamagedWALIsReportedWhenTheManifestIsGoneOrTheEncryptionSettingChanges() throws {
+        for situation in ["manifest deleted", "encryption turned off"] {
+            let h = Harness()
+            let wal = try crashedWithWAL(h, pending: 23)
+            let frames = currentFrames(wal)
+            let commits = frames.indices.filter { frames[$0].commit }
+            Damage.overwrite(h.directory.wal, at: frames[commits[2] + 1].offset + 24 + 1000, count: 64)
+            if situation == "manifest deleted" { unlink(h.directory.manifest) }
+            // Neither the inference's probes nor the export may replay the damaged WAL first.
+            let report = h.open(h.configuration(encryption: situation == "manifest deleted"), expect: "ready")
+            XCTAssertEqual(report.resets.map(\.reason), [.corrupted], "\(situation): \(report.notes)")
+            XCTAssertEqual(report.resets.first?.pendingMessagesLost, 0, situation)
+            XCTAssertEqual(try h.counts(try XCTUnwrap(report.cache)).pending, 23, situation)
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: h.directory.quarantine).filter { $0.hasPrefix(".") }, [], situation)
+        }
+    }
+
     func testATornFinalTransactionIsANormalCrashNotDamage() throws {
         for tear in ["cut the last frame", "garble a frame of the last transaction"] {
             let h = Harness()

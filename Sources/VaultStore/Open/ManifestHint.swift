@@ -17,10 +17,10 @@ extension OpenProcedure {
     /// Another cipher profile under which `key` opens the database (page 1 reads and verifies),
     /// when the one tried (`failed`) does not. Nil when `failed` itself opens (the trouble is
     /// elsewhere) or when none does.
-    mutating func profileProvenByDatabase(key: CacheKey, failed: CipherProfile) -> CipherProfile? {
-        if probe(.encrypted(key, failed)) == .opens { return nil }
+    mutating func profileProvenByDatabase(key: CacheKey, failed: CipherProfile, path: String? = nil) -> CipherProfile? {
+        if probe(.encrypted(key, failed), path: path) == .opens { return nil }
         for candidate in Self.candidateProfiles(around: failed, engine: engine) where candidate != failed {
-            switch probe(.encrypted(key, candidate)) {
+            switch probe(.encrypted(key, candidate), path: path) {
             case .opens:
                 notes.append("the manifest's cipher profile (page size \(failed.pageSize), HMAC \(failed.useHMAC ? "on" : "off")) "
                     + "disagreed with the database (page size \(candidate.pageSize), HMAC \(candidate.useHMAC ? "on" : "off")); it was repaired")
@@ -61,13 +61,14 @@ extension OpenProcedure {
         case failed
     }
 
-    /// Opens the database read-only under `keying` far enough to read page 1 and the schema.
-    func probe(_ keying: ConnectionKeying) -> ProbeOutcome {
+    /// Opens the database (or the copy at `path`) read-only under `keying` far enough to read
+    /// page 1 and the schema.
+    func probe(_ keying: ConnectionKeying, path: String? = nil) -> ProbeOutcome {
         var options = config.connection
         options.readOnly = true
         options.create = false
         do {
-            try DatabaseQueue(path: dir.database, keying: keying, options: options, label: "probe").close()
+            try DatabaseQueue(path: path ?? dir.database, keying: keying, options: options, label: "probe").close()
             return .opens
         } catch {
             if case .damaged = DatabaseVerdict(error) { return .refused }
@@ -93,5 +94,22 @@ extension OpenProcedure {
     func databaseKeyAmong(_ keys: [CacheKey], profile: CipherProfile) -> CacheKey? {
         let sizes = [profile.pageSize] + (profile.pageSize == 4096 ? [] : [4096])
         return keys.first { PageCipher.keyDecryptsPages(of: dir.database, key: $0, pageSizes: sizes) }
+    }
+
+    /// When the WAL is damaged (WALCheck), a copy of the database file alone for the inference's
+    /// probes: a probe connection would replay the damaged WAL and, closing, checkpoint its valid
+    /// prefix and delete it, so the damage would never be seen. Nil when the WAL is fine.
+    func probeCopyIfTheWALIsDamaged() throws -> String? {
+        guard WALCheck.inspect(path: dir.wal) != nil else { return nil }
+        let scratch = "\(dir.quarantine)/\(Salvage.scratchPrefix)probe-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
+        do throws(SecureFileError) {
+            try SecureFiles.ensureDirectory(dir.quarantine)
+            try SecureFiles.ensureDirectory(scratch)
+            try Salvage.copyFile(dir.database, to: "\(scratch)/cache.db")
+        } catch {
+            Quarantine.removeEntry(scratch)
+            throw OpenStop.unavailable(DatabaseVerdict.reason(error))
+        }
+        return "\(scratch)/cache.db"
     }
 }
