@@ -61,7 +61,9 @@ enum PageCipher {
             return EVP_DecryptUpdate(ctx, &plain, &out, page, Int32(length)) == 1 && Int(out) == length
         }
         guard decrypted else { return nil }
-        return body(Array(plain[0..<length]))
+        var content = Array(plain[0..<length])
+        defer { for i in content.indices { content[i] = 0 } }
+        return body(content)
     }
 
     /// A b-tree page header that holds together: a known page type, a cell count and content
