@@ -243,10 +243,9 @@ enum Salvage {
             case .failed:
                 bad = candidate
                 step = step > Int64.max / 2 ? Int64.max : step * 2
-            case .none:
-                // Nothing readable follows the damage, or nothing at all: look no further.
-                return nil
-            case .row:
+            case .none, .row:
+                // The seek reads again (rows may follow, or none): an overshoot past the last
+                // row still bisects back to the rows just after the damage.
                 good = candidate
             }
         }
