@@ -45,6 +45,18 @@ final class WALDamageTests: XCTestCase {
         }
     }
 
+    func testADamagedWALHeaderHidingCommittedFramesIsReportedAndRepaired() throws {
+        let h = Harness()
+        _ = try crashedWithWAL(h, pending: 23)
+        // The header's checksum: SQLite then ignores every frame of the WAL.
+        Damage.overwrite(h.directory.wal, at: 24, count: 8)
+        let report = h.open(h.configuration(), expect: "ready")
+        XCTAssertEqual(report.resets.map(\.reason), [.corrupted], "\(report.notes)")
+        XCTAssertTrue(report.notes.contains { $0.contains("WAL is damaged in its header") }, "\(report.notes)")
+        XCTAssertEqual(report.resets.first?.pendingMessagesLost, 0)
+        XCTAssertEqual(try h.counts(try XCTUnwrap(report.cache)).pending, 23, "salvage rebuilt the header of its copy")
+    }
+
     func testATornFinalTransactionIsANormalCrashNotDamage() throws {
         for tear in ["cut the last frame", "garble a frame of the last transaction"] {
             let h = Harness()
