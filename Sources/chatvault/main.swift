@@ -8,7 +8,7 @@ let usage = """
 
       scenarios [--keystore secret-service|file|memory] [--json]
       seed      --dir D --user U [--messages N] [--pending P] [--encryption on|off] [--marker TEXT] [--keystore …] [--json]
-      open      --dir D --user U [--encryption on|off] [--failure-behavior onlineOnly|plaintextFallback] [--keystore …] [--json]
+      open      --dir D --user U [--encryption on|off] [--failure-behavior onlineOnly|plaintextFallback] [--integrity-wait S] [--keystore …] [--json]
       status    --dir D [--user U] [--marker TEXT] [--json]
       outbox    --dir D --user U [--keystore …] [--json]
       demo      [--messages N] [--json]

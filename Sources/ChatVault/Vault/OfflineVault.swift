@@ -84,6 +84,8 @@ public final class OfflineVault: Sendable {
     let uploads = UploadCore()
     /// The server session and realtime connection.
     let link = LinkCore()
+    /// Background integrity checks of large caches, for `waitForIntegrityCheck`.
+    let integrityChecks = IntegrityChecks()
     /// Login, logout, retries and clears run one at a time, in order, on this queue.
     private let lifecycle = DispatchQueue(label: "chatvault.lifecycle")
 
@@ -141,6 +143,7 @@ public final class OfflineVault: Sendable {
                 s.state = self.config.enabled ? .opening : .disabled
                 return s.generation
             }
+            self.integrityChecks.reset()
             guard self.config.enabled else {
                 return done(OpenAttempt(state: .disabled, resets: [], notes: [], cacheId: nil))
             }
@@ -370,10 +373,13 @@ public final class OfflineVault: Sendable {
                 s.state = newState
                 return true
             }
+            // Counted before `done`, so a caller that waits right after login sees it pending.
+            let checking = current && report.cache?.needsBackgroundIntegrityCheck == true
+            if checking { self.integrityChecks.begin() }
             done(attempt)
             guard current else { return }
             if case .unavailable = newState { self.scheduleRetry(generation: generation) }
-            if let cache = report.cache, cache.needsBackgroundIntegrityCheck { self.checkInBackground(cache, generation: generation) }
+            if checking, let cache = report.cache { self.checkInBackground(cache, generation: generation) }
             if newState.isOfflineActive, let cache = report.cache {
                 self.outboxAttached(cache)
                 self.uploadsAttached(cache)
@@ -404,15 +410,21 @@ public final class OfflineVault: Sendable {
 
     /// A large cache is opened without a full integrity check; it runs now, and damage found
     /// resets the cache as `.corrupted` by opening again with the check forced. A check that
-    /// could not run (an I/O error, memory) changes nothing.
+    /// could not run (an I/O error, memory) changes nothing. `integrityChecks` has counted it
+    /// (`begin`); it ends once the check, and the reset it may cause, are over.
     private func checkInBackground(_ cache: VaultCache, generation: Int) {
         Task.detached {
-            guard await cache.verifyIntegrity() == .damaged else { return }
+            let result = await cache.verifyIntegrity()
+            guard result == .damaged else { return self.integrityChecks.end(result == .intact ? .intact : .unknown) }
             self.lifecycle.async {
-                guard self.session.withLock({ $0.generation == generation && $0.cache === cache }) else { return }
+                guard self.session.withLock({ $0.generation == generation && $0.cache === cache }) else {
+                    return self.integrityChecks.end(.unknown)
+                }
                 self.closeLocked(state: .opening)
                 let next = self.session.withLock { $0.generation }
-                self.attemptOpen(generation: next, countsTowardEscalation: false, integrityCheckLimit: Int64.max) { _ in }
+                self.attemptOpen(generation: next, countsTowardEscalation: false, integrityCheckLimit: Int64.max) { reopen in
+                    self.integrityChecks.end(.damaged, reopen: reopen)
+                }
             }
         }
     }

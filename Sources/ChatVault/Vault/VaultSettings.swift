@@ -57,7 +57,8 @@ public struct VaultSettings: Sendable {
     public var escalationThreshold: Int
     public var quarantine: QuarantinePolicy
     /// Caches up to this size are integrity-checked during open; larger ones right after, in the
-    /// background (a failure then resets the cache as `.corrupted`).
+    /// background (a failure then resets the cache as `.corrupted`, moments after `login` reported
+    /// it ready; see `BackgroundIntegrityCheck` and `OfflineVault.waitForIntegrityCheck`).
     public var synchronousIntegrityCheckLimit: Int64
     /// The engine's clock (snapshot TTLs, conversation ages). Tests pass the simulator's.
     public var clock: @Sendable () -> Date = { Date() }

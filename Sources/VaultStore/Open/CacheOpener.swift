@@ -98,7 +98,7 @@ struct OpenProcedure {
     var resets: [CacheReset] = []
     var lock: DirectoryLock?
     var feasibility: Feasibility?
-    var pendingSalvage: [[DatabaseValue]] = []
+    var pendingSalvage = Salvage.Result()
     /// Which of `-wal` and `-shm` existed when the lock was taken (nil before).
     var companionsAtLock: [String]?
 
@@ -186,6 +186,7 @@ struct OpenProcedure {
         }
         // Finish what a crash interrupted before looking at anything.
         try quarantine.rollForward()
+        Salvage.removeLeftovers(in: dir)
         removeMigrationLeftovers()
 
         let header = CipherProof.header(of: dir.database)
@@ -260,6 +261,13 @@ struct OpenProcedure {
 
     /// Opens the database of a valid manifest; classifies any failure.
     mutating func openDatabase(_ manifest: Manifest, keying: ConnectionKeying, store: (any KeyStore)?) throws -> VaultCache {
+        // Before any connection replays the WAL: SQLite would drop acknowledged commits after a
+        // damaged frame without a word (WALCheck).
+        if let damage = WALCheck.inspect(path: dir.wal) {
+            notes.append(damage.description)
+            try reset(.corrupted, manifest: manifest, salvageWith: keying)
+            return try createFresh(afterReset: true).0
+        }
         do {
             return try connect(manifest, keying: keying, store: store)
         } catch {
@@ -267,6 +275,11 @@ struct OpenProcedure {
             case .transient(let reason):
                 throw OpenStop.unavailable(reason)
             case .damaged:
+                // The key is right (its check value matched): a manifest whose cipher profile
+                // disagrees with the database is repaired, not taken for damage (ManifestHint).
+                if case .encrypted(let key, let profile) = keying, let proven = profileProvenByDatabase(key: key, failed: profile) {
+                    return try openWithProvenProfile(manifest, key: key, profile: proven, store: store)
+                }
                 try reset(.corrupted, manifest: manifest, salvageWith: keying)
                 return try createFresh(afterReset: true).0
             case .unclassified(let code):
@@ -413,10 +426,10 @@ struct OpenProcedure {
             created = (try createPlaintext(), nil)
         }
         if !pendingSalvage.isEmpty {
-            let rows = pendingSalvage
-            try created.0.writer.sync { db in try Salvage.restore(rows, into: db) }
-            notes.append("\(rows.count) unsent messages were salvaged into the new cache")
-            pendingSalvage = []
+            let salvaged = pendingSalvage
+            try created.0.writer.sync { db in try Salvage.restore(salvaged, into: db) }
+            notes.append("\(salvaged.outbox.count) unsent messages and \(salvaged.kv.count) upload batches were salvaged into the new cache")
+            pendingSalvage = Salvage.Result()
         }
         return created
     }
@@ -473,7 +486,14 @@ struct OpenProcedure {
     mutating func reset(_ reason: OfflineCacheResetReason, manifest: Manifest?, salvageWith keying: ConnectionKeying?) throws {
         var salvage = Salvage.Result.unreadable
         if let keying, CipherProof.header(of: dir.database) != .missing {
-            salvage = Salvage.outbox(databasePath: dir.database, keying: keying, options: config.connection)
+            do {
+                salvage = try Salvage.run(directory: dir, keying: keying, options: config.connection)
+                notes += salvage.notes
+            } catch {
+                // No room (or no way) to copy what could be read: wait rather than lose it.
+                notes.append("the \(reason.rawValue) reset waits: the damaged cache could not be copied for salvage (\(error.error))")
+                throw OpenStop.unavailable(DatabaseVerdict.reason(error.error))
+            }
         }
         // A plaintext copy may not stay behind when the app asks for encryption.
         let lost = salvage.pendingMessagesLost
@@ -484,7 +504,7 @@ struct OpenProcedure {
             notes.append("the \(reason.rawValue) reset could not set the cache aside (\(error.error)); it stays as it is")
             throw OpenStop.unavailable(DatabaseVerdict.reason(error.error))
         }
-        pendingSalvage = salvage.rows
+        pendingSalvage = salvage
         resets.append(CacheReset(reason: reason, pendingMessagesLost: lost, quarantinedAs: entry))
         notes.append("reset \(reason.rawValue): \(lost == offlinePendingCountUnknown ? "unknown number of" : String(lost)) unsent messages lost")
         quarantine.prune(currentCacheId: nil, keyStores: config.keyStores, applicationId: config.applicationId, account: config.account)

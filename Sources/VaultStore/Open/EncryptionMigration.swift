@@ -67,6 +67,12 @@ extension OpenProcedure {
     /// and never resets the cache.
     private mutating func migrate(from sourceKeying: ConnectionKeying, to target: ConnectionKeying,
                                   storingKey: (CacheKey, String, any KeyStore)?, manifest: Manifest) throws -> Bool {
+        // Exporting would replay a damaged WAL and drop its later commits unseen (WALCheck).
+        if let damage = WALCheck.inspect(path: dir.wal) {
+            notes.append(damage.description)
+            try reset(.corrupted, manifest: manifest, salvageWith: sourceKeying)
+            return false
+        }
         let source: DatabaseQueue
         do {
             source = try DatabaseQueue(path: dir.database, keying: sourceKeying, options: config.connection, label: "migration-source")
@@ -157,11 +163,15 @@ extension OpenProcedure {
     /// Rebuilds a manifest from the database itself: its header says plaintext or not, and for an
     /// encrypted file the account's key items are tried (the hinted cache id first).
     mutating func infer(header: CipherProof.Header, hint: Manifest?) throws -> (VaultCache, EncryptionUnavailable?) {
+        // A damaged WAL must reach `openDatabase` as it is (WALCheck): the probes read a copy.
+        let probeCopy = try probeCopyIfTheWALIsDamaged()
+        defer { if let probeCopy { Quarantine.removeEntry((probeCopy as NSString).deletingLastPathComponent) } }
+        let probePath = probeCopy ?? dir.database
         if header == .plaintext {
             do {
                 var probeOptions = config.connection
                 probeOptions.readOnly = true
-                try DatabaseQueue(path: dir.database, keying: .plaintext, options: probeOptions, label: "probe").close()
+                try DatabaseQueue(path: probePath, keying: .plaintext, options: probeOptions, label: "probe").close()
             } catch {
                 switch DatabaseVerdict(error) {
                 case .transient(let reason):
@@ -192,6 +202,7 @@ extension OpenProcedure {
         if let hinted = hint?.cacheId {
             candidates.sort { a, _ in a.1.id.cacheId == hinted }
         }
+        var refusedKeys: [CacheKey] = []
         for (store, item) in candidates {
             let key: CacheKey
             let keyId: String
@@ -200,16 +211,22 @@ extension OpenProcedure {
             case .unavailable(let reason): blocked = blocked ?? reason; continue
             case .absent: continue
             }
-            let profile = hint?.cipherProfile ?? .standard(engine: engine)
+            var profile = hint?.cipherProfile ?? .standard(engine: engine)
             var probeOptions = config.connection
             probeOptions.readOnly = true
             do {
-                try DatabaseQueue(path: dir.database, keying: .encrypted(key, profile), options: probeOptions, label: "probe").close()
+                try DatabaseQueue(path: probePath, keying: .encrypted(key, profile), options: probeOptions, label: "probe").close()
             } catch {
                 // Only "not a database under this key" moves on to the next key; a busy, full or
                 // failing file says nothing about the key and stops the inference.
                 switch DatabaseVerdict(error) {
-                case .damaged: continue
+                case .damaged:
+                    // A hinted profile may be what is wrong, not the key (ManifestHint).
+                    guard let proven = profileProvenByDatabase(key: key, failed: profile, path: probePath) else {
+                        refusedKeys.append(key)
+                        continue
+                    }
+                    profile = proven
                 case .transient(let reason): throw OpenStop.unavailable(reason)
                 case .unclassified(let code): throw OpenStop.unavailable(.unclassified(code: code, attempt: 0, of: config.escalationThreshold))
                 }
@@ -222,6 +239,13 @@ extension OpenProcedure {
             return try openExisting(manifest)
         }
         if let blocked { throw OpenStop.unavailable(.keyStore(blocked)) }
+        // No key opens it. One whose pages decrypt is its key all the same: the header is
+        // damaged, the key is not wrong (ManifestHint).
+        if databaseKeyAmong(refusedKeys, profile: hint?.cipherProfile ?? .standard(engine: engine)) != nil {
+            notes.append("a key item decrypts the database's pages but its header is damaged")
+            try reset(.corrupted, manifest: hint, salvageWith: nil)
+            return try createFresh(afterReset: true)
+        }
         try reset(candidates.isEmpty ? .keyLost : .wrongKey, manifest: hint, salvageWith: nil)
         return try createFresh(afterReset: true)
     }

@@ -128,7 +128,8 @@ struct Quarantine {
     func entries() -> [Entry] {
         guard (try? SecureFiles.checkDirectory(directory.quarantine)) != nil,
               let names = try? FileManager.default.contentsOfDirectory(atPath: directory.quarantine) else { return [] }
-        return names.sorted().compactMap { name in
+        // Salvage's scratch copies (`.salvage-…`) are not entries.
+        return names.sorted().filter { !$0.hasPrefix(".") }.compactMap { name in
             let path = "\(directory.quarantine)/\(name)"
             guard (try? SecureFiles.checkDirectory(path)) != nil else { return nil }
             var st = stat()

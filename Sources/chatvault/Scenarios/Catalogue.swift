@@ -62,12 +62,13 @@ enum Catalogue {
             Damage.middlePage(ctx.directory.database)
             return (.ready(resets: [ResetRecord(reason: "corrupted", pendingMessagesLost: 0)], messages: 0, pending: pending), try await ctx.open())
         },
-        Scenario(name: "truncated-file", summary: "database cut to half its size: corrupted; SQLite refuses the whole file, so -1") { ctx in
+        Scenario(name: "truncated-file", summary: "database cut to half its size: corrupted; salvage zero-extends a copy, the unsent messages come back") { ctx in
             try await ctx.seed(messages: big, pending: pending)
             Damage.truncateHalf(ctx.directory.database)
-            // A file shorter than its header's page count is rejected as a whole (SQLITE_CORRUPT on
-            // page 1), so nothing can be salvaged and the count is honestly unknown.
-            return (.ready(resets: [ResetRecord(reason: "corrupted", pendingMessagesLost: -1)], messages: 0, pending: 0), try await ctx.open())
+            // SQLite refuses a file shorter than its header's page count as a whole; salvage
+            // extends a copy to that count, and the outbox (created with the schema, in the first
+            // pages) reads again: nothing lost.
+            return (.ready(resets: [ResetRecord(reason: "corrupted", pendingMessagesLost: 0)], messages: 0, pending: pending), try await ctx.open())
         },
         Scenario(name: "garbage-wal", summary: "random bytes as the WAL: SQLite ignores it, every row kept") { ctx in
             try await ctx.seed(messages: messages, pending: pending)
