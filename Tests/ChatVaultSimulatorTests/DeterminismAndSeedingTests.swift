@@ -65,7 +65,7 @@ final class DeterminismAndSeedingTests: XCTestCase {
         XCTAssertNotNil(page.nextCursor)
         let conversations = try await client.conversations(ConversationQuery())
         XCTAssertEqual(conversations.items.count, 30)
-        let log = try await client.changes(since: 0, limit: 500)
+        let log = try await client.changes(since: nil, limit: 500)
         XCTAssertEqual(log.changes.count, 500, "seeded seconds are distinct per conversation; pages fill")
     }
 

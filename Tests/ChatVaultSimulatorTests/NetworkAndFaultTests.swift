@@ -12,7 +12,7 @@ final class NetworkAndFaultTests: SimulatorTestCase {
         await XCTAssertThrowsBackendError(.unreachable, try await alice.messages(MessageQuery()))
         await XCTAssertThrowsBackendError(.unreachable, try await alice.conversations(ConversationQuery()))
         await XCTAssertThrowsBackendError(.unreachable, try await alice.send(["receiver": "bob", "type": "text", "data": ["text": "x"]], localMessageId: "l"))
-        await XCTAssertThrowsBackendError(.unreachable, try await alice.changes(since: 0, limit: 10))
+        await XCTAssertThrowsBackendError(.unreachable, try await alice.changes(since: nil, limit: 10))
         await XCTAssertThrowsBackendError(.unreachable, try await alice.connect())
         XCTAssertLessThan(ContinuousClock.now - start, .seconds(1), "no latency when offline")
         XCTAssertEqual(simulator.messageCount, 0)

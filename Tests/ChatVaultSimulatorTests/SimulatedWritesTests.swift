@@ -91,7 +91,7 @@ final class SimulatedWritesTests: SimulatorTestCase {
         XCTAssertEqual(bobsView.editedBy, "alice")
         XCTAssertEqual(bobsView.editedAt, clock.now)
 
-        let page = try await bob.changes(since: posted, limit: 10)
+        let page = try await bob.changes(since: simulator.changeToken(at: posted), limit: 10)
         XCTAssertEqual(page.changes.count, 1, "the edit, and only it, after the post")
         guard case .messageUpserted(let json)? = page.changes.first else { return XCTFail("expected an upsert, got \(page.changes)") }
         XCTAssertEqual(try text(json).text, "hello, fixed")
@@ -211,7 +211,7 @@ final class SimulatedWritesTests: SimulatorTestCase {
         await assertEqual(kinds(try await next(3, of: bob)), ["connected", "deleted \(id)", "disconnected"], "one event, not two")
         await assertEqual(kinds(try await next(2, of: alice)), ["connected", "disconnected"])
         await assertEqual(try decoded(try await bob.message(id: id)).deletedBy, "alice")
-        let changes = try await bob.changes(since: posted, limit: 10).changes
+        let changes = try await bob.changes(since: simulator.changeToken(at: posted), limit: 10).changes
         XCTAssertEqual(changes.count, 2)
         XCTAssertEqual(changes.last, .messageDeleted(id: id, conversationId: "alice_user_bob"))
     }
@@ -302,7 +302,7 @@ final class SimulatedWritesTests: SimulatorTestCase {
         guard case .messageEdited(let json) = events[1] else { return XCTFail("expected an edit") }
         XCTAssertEqual(try reactions(json), [ReactionCount(reaction: "🎉", count: 1, reactedByMe: false)], "rendered for alice")
 
-        let changes = try await alice.changes(since: posted, limit: 10).changes
+        let changes = try await alice.changes(since: simulator.changeToken(at: posted), limit: 10).changes
         XCTAssertEqual(changes.count, 1, "the repeat recorded nothing")
         guard case .messageUpserted(let upserted)? = changes.first else { return XCTFail("expected an upsert") }
         XCTAssertEqual(try reactions(upserted), [ReactionCount(reaction: "🎉", count: 1, reactedByMe: false)])

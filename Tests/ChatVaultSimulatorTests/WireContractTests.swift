@@ -218,7 +218,7 @@ final class WireContractTests: SimulatorTestCase {
         _ = try seedEverything()
         clock.advance(by: 1)
         let bob = simulator.client(for: "bob")
-        let page = try await bob.changes(since: 0, limit: 1000)
+        let page = try await bob.changes(since: nil, limit: 1000)
         XCTAssertFalse(page.changes.isEmpty)
         for change in page.changes {
             if case .messageUpserted(let json) = change { _ = try decoder.message(json) }

@@ -465,7 +465,7 @@ final class HookedBackend: ChatBackend {
     }
     func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { try await client.blockUsers(uids) }
     func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { try await client.unblockUsers(uids) }
-    func changes(since: Int64, limit: Int) async throws(BackendError) -> ChangeLogPage { try await client.changes(since: since, limit: limit) }
+    func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage { try await client.changes(since: token, limit: limit) }
     func downloadMedia(url: String) async throws(BackendError) -> MediaDownload { try await client.downloadMedia(url: url) }
     func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String {
         try await client.resignMediaURL(url, messageId: messageId)

@@ -29,6 +29,23 @@ public enum BackendError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The server's code for a sync token it no longer serves or does not know (status 410): its
+    /// change log was compacted past that point, the server's history was reset, or the token
+    /// belongs to another server. The engine drops its stored token and starts over with
+    /// `changes(since: nil, …)` (a full refresh), never retries the same token.
+    public static let syncTokenExpiredCode = "ERR_SYNC_TOKEN_EXPIRED"
+    /// The server's code for a string that is not one of its sync tokens at all (status 400). The
+    /// engine treats it like an expired token: a damaged or foreign stored token is dropped.
+    public static let syncTokenInvalidCode = "ERR_SYNC_TOKEN_INVALID"
+
+    /// The backend refused the sync token passed to `changes(since:limit:)`: expired or unknown
+    /// (410 `ERR_SYNC_TOKEN_EXPIRED`) or malformed (400 `ERR_SYNC_TOKEN_INVALID`). Retrying the same
+    /// token cannot help; the sync must start over from nil.
+    public var isSyncTokenRejected: Bool {
+        guard case .server(let status, let code, _) = self else { return false }
+        return (status == 410 && code == Self.syncTokenExpiredCode) || (status == 400 && code == Self.syncTokenInvalidCode)
+    }
+
     /// Retrying later may help (5xx, 429, no answer).
     public var isTransient: Bool {
         switch self {
@@ -51,23 +68,45 @@ public struct BackendSession: Sendable, Equatable {
 }
 
 /// A change since a sync point (the catch-up log, replayed forward).
+///
+/// Reactions, read and delivery receipts, pins and saves travel as `messageUpserted` of the
+/// message they touch, rendered with its current reactions and receipt fields for the calling
+/// user (that is how the simulator logs them). A backend whose server reports them as separate
+/// events (a Matrix `m.reaction`, a receipt EDU) folds them into an upsert of the message, or into
+/// cases added here when the engine needs them; none are needed yet.
 public enum ChangeLogEntry: Sendable, Equatable {
+    /// A message's current state (new, edited, reacted to, read…), as wire JSON.
     case messageUpserted(JSONValue)
     case messageDeleted(id: Int, conversationId: String)
+    /// The conversation is gone for this user (deleted, or a group left): the engine removes it
+    /// with its messages.
     case conversationRemoved(conversationId: String)
 }
 
 /// One page of the change log.
+///
+/// The sync point is the **server's own cursor, opaque to the engine**: the engine stores
+/// `nextToken` as it is (in the same transaction as the page's rows) and passes it back to resume;
+/// it never parses, compares or builds one. A server whose cursor is a timestamp encodes it (the
+/// simulator does); one whose cursor is a token (a Matrix homeserver's `next_batch`/`since`)
+/// passes it through.
 public struct ChangeLogPage: Sendable, Equatable {
+    /// Oldest first.
     public var changes: [ChangeLogEntry]
-    /// The sync point to resume from (server time of the last change included).
-    public var nextSince: Int64
+    /// The sync point reached by this page: pass it as `since` to get what follows. Also returned
+    /// for an empty page (it may equal the token passed in).
+    public var nextToken: String
+    /// Server time, epoch seconds, of the point `nextToken` stands for (what
+    /// `getLastSyncTimestamp()` reports once the page is committed): the time of the page's last
+    /// change while `hasMore`, the server's clock when the log was read to its end.
+    public var serverTime: Int64
     /// More changes remain after this page.
     public var hasMore: Bool
 
-    public init(changes: [ChangeLogEntry], nextSince: Int64, hasMore: Bool) {
+    public init(changes: [ChangeLogEntry], nextToken: String, serverTime: Int64, hasMore: Bool) {
         self.changes = changes
-        self.nextSince = nextSince
+        self.nextToken = nextToken
+        self.serverTime = serverTime
         self.hasMore = hasMore
     }
 }
@@ -140,7 +179,21 @@ public protocol ChatBackend: Sendable {
     func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool]
 
     // Catch-up sync
-    func changes(since: Int64, limit: Int) async throws(BackendError) -> ChangeLogPage
+    /// The change log after the sync point `token`, as this user may see it, oldest first, at most
+    /// about `limit` changes (a backend may exceed it rather than split changes that share one
+    /// sync point; `limit` must be at least 1: 400 `ERR_INVALID_LIMIT`).
+    ///
+    /// `token` is a `ChangeLogPage.nextToken` this backend answered before, stored as it came;
+    /// nil means there is no sync point yet (a new cache, or the start over after a refused
+    /// token): the backend answers from a starting point of its choosing (the simulator replays
+    /// its whole log; a Matrix backend would answer its initial sync), so the engine must not
+    /// assume nil replays all history. Replaying an upsert or a deletion must be harmless: a
+    /// backend may send a change again (the simulator replays the current second).
+    ///
+    /// A token the backend no longer serves or does not know: 410 `ERR_SYNC_TOKEN_EXPIRED`; a string
+    /// that is not a token of this backend: 400 `ERR_SYNC_TOKEN_INVALID` (both:
+    /// `BackendError.isSyncTokenRejected`). Never a crash, whatever the string.
+    func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage
 
     // Media
     func downloadMedia(url: String) async throws(BackendError) -> MediaDownload

@@ -26,7 +26,7 @@ public struct UnreachableBackend: ChatBackend {
     public func uploadMedia(path: String, name: String, mimeType: String) async throws(BackendError) -> JSONValue { throw .unreachable }
     public func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { throw .unreachable }
     public func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { throw .unreachable }
-    public func changes(since: Int64, limit: Int) async throws(BackendError) -> ChangeLogPage { throw .unreachable }
+    public func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage { throw .unreachable }
     public func downloadMedia(url: String) async throws(BackendError) -> MediaDownload { throw .unreachable }
     public func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String { throw .unreachable }
     public func connect() async throws(BackendError) { throw .unreachable }

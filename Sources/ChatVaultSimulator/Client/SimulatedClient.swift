@@ -512,26 +512,31 @@ public final class SimulatedClient: ChatBackend {
 
     // MARK: - ChatBackend: catch-up
 
-    /// The change log after `since`, as this user may see it: messages upserted (new, edited,
-    /// reacted to, pinned, read up to, saved by this user; a reply also upserts its parent),
-    /// deleted (after an upsert that carries `deletedAt`), and conversations removed for this
-    /// user (deleted, or left a group). Oldest first.
+    /// The change log after the sync point `token` (nil: the whole log), as this user may see it:
+    /// messages upserted (new, edited, reacted to, pinned, read up to, saved by this user; a reply
+    /// also upserts its parent), deleted (after an upsert that carries `deletedAt`), and
+    /// conversations removed for this user (deleted, or left a group). Oldest first.
     ///
-    /// The current second is never complete: a `since` at or after it counts as `now - 1`, so the
-    /// changes stamped with the current time come again until the clock moves (replays are
-    /// harmless upserts and deletions). A page does not split a second: it stops before a second
-    /// that would overflow `limit`, unless that second alone fills the page, which then holds all
-    /// of it. `nextSince` is the time of the page's last change (`since` if none).
-    public func changes(since: Int64, limit: Int) async throws(BackendError) -> ChangeLogPage {
+    /// The token is opaque to callers; it stands for a server time (`ChatVaultSimulator.changeToken(at:)`
+    /// makes one for tests). The current second is never complete: a point at or after it counts
+    /// as `now - 1`, so the changes stamped with the current time come again until the clock moves
+    /// (replays are harmless upserts and deletions). A page does not split a second: it stops
+    /// before a second that would overflow `limit`, unless that second alone fills the page, which
+    /// then holds all of it. `nextToken` stands for the time of the page's last change (the point
+    /// passed in if none); `serverTime` is that time while `hasMore`, else the server's clock.
+    ///
+    /// A string this simulator did not make: 400 `ERR_SYNC_TOKEN_INVALID`; a token older than
+    /// `ChatVaultSimulator.expireChangeTokens(before:)` allows: 410 `ERR_SYNC_TOKEN_EXPIRED`.
+    public func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage {
         let (viewer, fault) = try await admit(.changes)
-        let page = try onServer { (state, now) throws(BackendError) in try state.queryChanges(since: since, limit: limit, viewer: viewer, now: now) }
+        let page = try onServer { (state, now) throws(BackendError) in try state.queryChanges(since: token, limit: limit, viewer: viewer, now: now) }
         try Self.settle(fault)
         guard case .payload(let transform)? = fault else { return page }
         let changes = page.changes.map { change -> ChangeLogEntry in
             if case .messageUpserted(let json) = change { return .messageUpserted(transform(json)) }
             return change
         }
-        return ChangeLogPage(changes: changes, nextSince: page.nextSince, hasMore: page.hasMore)
+        return ChangeLogPage(changes: changes, nextToken: page.nextToken, serverTime: page.serverTime, hasMore: page.hasMore)
     }
 
     // MARK: - ChatBackend: media

@@ -27,7 +27,7 @@ public final class SimulatedClock: Sendable {
     /// Now, in whole epoch seconds (rounded down): the unit of every wire timestamp.
     public var seconds: Int { Int(now.rounded(.down)) }
 
-    /// Now, in whole epoch seconds, as the protocol's sync points are typed.
+    /// Now, in whole epoch seconds, as the protocol's server times are typed (`ChangeLogPage.serverTime`).
     public var seconds64: Int64 { Int64(seconds) }
 
     /// Now as a `Date`.

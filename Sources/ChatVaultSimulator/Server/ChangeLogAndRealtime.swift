@@ -3,16 +3,26 @@ import ChatVault
 extension ServerState {
     // MARK: Change log
 
-    /// The changes `viewer` may see after `since`, oldest first.
+    /// The changes `viewer` may see after the sync point `token` (nil: from the start), oldest first.
     ///
-    /// Timestamps are whole seconds and the clock stands still between a test's steps, so the
-    /// current second is never complete: a `since` at or after it is lowered to `now - 1`, and the
-    /// changes of the current second come again until the clock moves on (replaying an upsert or
-    /// a deletion is harmless). A page never splits one second's changes: it ends before a second
-    /// that would not fit, unless that second alone fills the page, which then holds all of it
-    /// (so a page can exceed `limit`).
-    mutating func queryChanges(since: Int64, limit: Int, viewer: String, now: Int) throws(BackendError) -> ChangeLogPage {
+    /// A token stands for a time (`ChangeToken`). Timestamps are whole seconds and the clock stands
+    /// still between a test's steps, so the current second is never complete: a point at or after
+    /// it is lowered to `now - 1`, and the changes of the current second come again until the
+    /// clock moves on (replaying an upsert or a deletion is harmless). A page never splits one
+    /// second's changes: it ends before a second that would not fit, unless that second alone
+    /// fills the page, which then holds all of it (so a page can exceed `limit`).
+    mutating func queryChanges(since token: String?, limit: Int, viewer: String, now: Int) throws(BackendError) -> ChangeLogPage {
         guard limit >= 1 else { throw .server(status: 400, code: "ERR_INVALID_LIMIT", message: "limit must be at least 1") }
+        var since: Int64 = 0
+        if let token {
+            guard let time = ChangeToken.decode(token) else {
+                throw .server(status: 400, code: BackendError.syncTokenInvalidCode, message: "not a sync token of this server")
+            }
+            guard time >= changeTokenFloor else {
+                throw .server(status: 410, code: BackendError.syncTokenExpiredCode, message: "the change log no longer reaches this sync point")
+            }
+            since = time
+        }
         sortLogIfNeeded()
         let after = min(since, Int64(now) - 1)
         var low = 0, high = log.count
@@ -43,7 +53,8 @@ extension ServerState {
             case .conversationRemoved(let conversationId, _): return .conversationRemoved(conversationId: conversationId)
             }
         }
-        return ChangeLogPage(changes: changes, nextSince: page.last.map { Int64($0.time) } ?? since, hasMore: more)
+        let reached = page.last.map { Int64($0.time) } ?? since
+        return ChangeLogPage(changes: changes, nextToken: ChangeToken.encode(reached), serverTime: more ? reached : Int64(now), hasMore: more)
     }
 
     private func isVisible(_ entry: LogEntry, to viewer: String) -> Bool {

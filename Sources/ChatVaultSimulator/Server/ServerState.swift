@@ -38,6 +38,8 @@ struct ServerState {
 
     var log: [LogEntry] = []
     var logIsSorted = true
+    /// Sync tokens for a point before this time answer 410 (`expireChangeTokens(before:)`).
+    var changeTokenFloor: Int64 = 0
 
     /// Connected realtime clients, by client id.
     var connections: [Int: Connection] = [:]

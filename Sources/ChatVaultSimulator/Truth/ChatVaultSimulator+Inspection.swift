@@ -31,6 +31,22 @@ extension ChatVaultSimulator {
         state.withLock { $0.log.count }
     }
 
+    /// The sync token a device holds once it has read the change log up to `time` (server epoch
+    /// seconds): for tests that resume from a known point without paging there first. The token
+    /// format is the simulator's own; callers pass it through unread.
+    ///
+    ///     let page = try await bob.changes(since: simulator.changeToken(at: mark), limit: 10)
+    public func changeToken(at time: Int64) -> String {
+        ChangeToken.encode(time)
+    }
+
+    /// Compacts the change log's reach, as a server that keeps limited history does: a sync token
+    /// for a point before `time` then answers 410 `ERR_SYNC_TOKEN_EXPIRED` (the engine must start
+    /// over with nil, which still replays everything). Raising only: an earlier `time` changes nothing.
+    public func expireChangeTokens(before time: Int64) {
+        state.withLock { $0.changeTokenFloor = max($0.changeTokenFloor, time) }
+    }
+
     /// How many devices hold a realtime connection.
     public var connectedClientCount: Int {
         state.withLock { $0.connections.count }
