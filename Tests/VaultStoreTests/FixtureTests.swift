@@ -251,7 +251,74 @@ final class FixtureTests: XCTestCase {
         XCTAssertEqual(try fixture.counts(try XCTUnwrap(report.cache)).messages, 0)
     }
 
+    // MARK: every schema version: its fixtures exist, open ready and migrate with every row
+
+    /// The schema versions that have shipped: every one up to the version this build writes. Each
+    /// has an encrypted and a plaintext fixture written by the build of that version
+    /// (`Scripts/make-fixtures`, run once per version before the next migration lands).
+    var shippedVersions: ClosedRange<Int> { 1...Schema.currentVersion }
+
+    func testEverySchemaVersionHasAnEncryptedAndAPlaintextFixture() throws {
+        for version in shippedVersions {
+            for name in ["v\(version)-encrypted", "v\(version)-plaintext"] {
+                XCTAssertTrue(FileManager.default.fileExists(atPath: "\(FixtureCopy.root)/\(name)/cache.db"),
+                              "\(name) is missing: run Scripts/make-fixtures with the build that writes schema \(version)")
+                let expected = try FixtureExpectation.load(name)
+                XCTAssertEqual(expected.schemaVersion, version, name)
+                XCTAssertEqual(expected.encrypted, name.hasSuffix("-encrypted"), name)
+            }
+        }
+    }
+
+    func testEveryVersionsFixturesOpenReadyAndMigrateToThisVersionWithEveryRow() throws {
+        for version in shippedVersions {
+            for name in ["v\(version)-encrypted", "v\(version)-plaintext"] {
+                let fixture = try FixtureCopy(name)
+                // The file really is at its version before this build touches it.
+                XCTAssertEqual(try rawUserVersion(fixture), Int64(version), name)
+                if fixture.expected.encrypted { try fixture.holdKey() }
+                let report = fixture.open(expect: "ready")
+                XCTAssertEqual(report.resets, [], "\(name): an intact cache of a shipped version is never reset")
+                let cache = try XCTUnwrap(report.cache, name)
+                XCTAssertEqual(cache.isEncrypted, fixture.expected.encrypted, name)
+                XCTAssertEqual(cache.cacheId, fixture.expected.cacheId, name)
+                XCTAssertEqual(try cache.reader.sync { db in try db.scalarInt("PRAGMA user_version") }, Int64(Schema.currentVersion), name)
+                // Row for row what the version wrote: counts, conversations, every message, the outbox.
+                try assertRows(of: cache, equal: fixture.expected)
+                XCTAssertEqual(try cache.reader.sync { db in try db.scalarText("PRAGMA quick_check") }, "ok", name)
+                cache.close()
+                // Migrated once: the next open finds the current version and the same rows.
+                let again = try XCTUnwrap(fixture.open(expect: "ready").cache, name)
+                try assertRows(of: again, equal: fixture.expected)
+                again.close()
+            }
+        }
+    }
+
+    func testEveryVersionsEncryptedFixtureHoldsNoPlaintext() throws {
+        for version in shippedVersions {
+            let name = "v\(version)-encrypted"
+            let expected = try FixtureExpectation.load(name)
+            let data = try XCTUnwrap(FileManager.default.contents(atPath: "\(FixtureCopy.root)/\(name)/cache.db"), name)
+            XCTAssertNil(data.range(of: Data(expected.marker.utf8)), "\(name) shows message text in clear")
+            XCTAssertEqual(CipherProof.header(of: "\(FixtureCopy.root)/\(name)/cache.db"), .opaque, name)
+        }
+    }
+
     // MARK: - Helpers
+
+    /// `PRAGMA user_version` of the fixture's database as committed, read without the open procedure.
+    func rawUserVersion(_ fixture: FixtureCopy) throws -> Int64? {
+        var options = ConnectionOptions()
+        options.readOnly = true
+        var keying = ConnectionKeying.plaintext
+        if fixture.expected.encrypted {
+            keying = .encrypted(try fixture.key(), try XCTUnwrap(fixture.expected.cipherProfile))
+        }
+        let queue = try DatabaseQueue(path: fixture.directory.database, keying: keying, options: options, label: "fixture-version")
+        defer { queue.close() }
+        return try queue.sync { db in try db.scalarInt("PRAGMA user_version") }
+    }
 
     func assertRows(of cache: VaultCache, equal expected: FixtureExpectation, file: StaticString = #filePath, line: UInt = #line) throws {
         let counts = try cache.reader.sync { db in try CacheRows.counts(db) }
