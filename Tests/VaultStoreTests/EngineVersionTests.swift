@@ -107,7 +107,8 @@ final class EngineVersionTests: XCTestCase {
     // MARK: fixtures written by 3.4.1; a cache written here for the other engine
 
     func testFixturesWereWrittenBySQLCipher341AndOpenHere() throws {
-        for name in ["v1-encrypted", "v1-encrypted-large"] {
+        // Every shipped schema version's encrypted fixture, and the large v1 one.
+        for name in (1...Schema.currentVersion).map({ "v\($0)-encrypted" }) + ["v1-encrypted-large"] {
             let fixture = try FixtureCopy(name)
             XCTAssertEqual(try fixture.currentManifest().cipherProfile?.createdBy, "SQLCipher 3.4.1 on SQLite 3.15.2", name)
             try fixture.holdKey()

@@ -286,6 +286,15 @@ final class FixtureTests: XCTestCase {
                 // Row for row what the version wrote: counts, conversations, every message, the outbox.
                 try assertRows(of: cache, equal: fixture.expected)
                 XCTAssertEqual(try cache.reader.sync { db in try db.scalarText("PRAGMA quick_check") }, "ok", name)
+                // The sync point (schema 3 on): kept as written; a cache from before has none, so
+                // its first sync after the upgrade starts from nil.
+                let sync = try cache.reader.sync { db in
+                    try db.scalarInt("SELECT count(*) FROM sync_state") == 0 ? nil
+                        : FixtureExpectation.SyncState(token: db.scalarText("SELECT token FROM sync_state WHERE id = 1") ?? "",
+                                                       lastSyncAt: db.scalarInt("SELECT last_sync_at FROM sync_state WHERE id = 1") ?? 0)
+                }
+                XCTAssertEqual(sync, fixture.expected.syncState, name)
+                XCTAssertEqual(fixture.expected.syncState != nil, version >= 3, name)
                 cache.close()
                 // Migrated once: the next open finds the current version and the same rows.
                 let again = try XCTUnwrap(fixture.open(expect: "ready").cache, name)
@@ -432,7 +441,14 @@ struct FixtureExpectation: Decodable {
     var manifestFormatVersion: Int
     var cipher: String?
     var cipherProfile: CipherProfile?
+    struct SyncState: Decodable, Equatable, Sendable {
+        var token: String
+        var lastSyncAt: Int64
+    }
+
     var counts: Counts
+    /// Schema 3 and later.
+    var syncState: SyncState?
     var conversations: [Conversation]
     var messages: [Message]?
     var outbox: [OutboxEntry]

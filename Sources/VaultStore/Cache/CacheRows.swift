@@ -134,7 +134,7 @@ public enum CacheRows {
     /// (then nothing changed); the compaction is best effort (VACUUM needs free space).
     public static func clearAll(_ db: Database) throws {
         try db.transaction {
-            for table in ["messages", "conversations", "outbox", "media", "list_snapshots", "kv", "blocked_users", "conversation_opened"] {
+            for table in ["messages", "conversations", "outbox", "media", "list_snapshots", "kv", "blocked_users", "conversation_opened", "sync_state"] {
                 try db.execute("DELETE FROM \(table)")
             }
         }

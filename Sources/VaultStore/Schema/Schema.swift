@@ -122,6 +122,22 @@ public enum Schema {
             )
             """,
         ]),
+        // Catch-up sync: one row (id 1, created by its first writer) holding the backend's opaque
+        // sync token, advanced in the same transaction as the change-log page it covers, the
+        // server time that point stands for (`getLastSyncTimestamp()`), and how the last sweep
+        // went (a code, never a message). ChatVault's `SyncStateRows` reads and writes it.
+        Migration(version: 3, statements: [
+            """
+            CREATE TABLE sync_state (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                token TEXT,
+                last_sync_at INTEGER NOT NULL DEFAULT 0,
+                last_attempt_at INTEGER NOT NULL DEFAULT 0,
+                last_outcome TEXT,
+                last_error_code TEXT
+            )
+            """,
+        ]),
     ]
 
     /// The version this code writes.
@@ -141,6 +157,7 @@ public enum Schema {
         "kv": ["key", "value"],
         "blocked_users": ["uid", "position", "payload"],
         "conversation_opened": ["conversation_id", "opened_at"],
+        "sync_state": ["id", "token", "last_sync_at", "last_attempt_at", "last_outcome", "last_error_code"],
     ]
 
     /// Why a schema cannot be used.
