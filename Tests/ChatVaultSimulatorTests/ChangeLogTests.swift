@@ -118,7 +118,7 @@ final class ChangeLogTests: SimulatorTestCase {
     }
 
     func testAnExpiredTokenIsATypedGoneErrorAndNilStartsOver() async throws {
-        let old = try simulator.postText("old", from: "alice", to: .user("bob"))
+        try simulator.postText("old", from: "alice", to: .user("bob"))
         clock.advance(by: 1)
         let bob = simulator.client(for: "bob")
         let stale = try await bob.changes(since: nil, limit: 10).nextToken
@@ -130,9 +130,22 @@ final class ChangeLogTests: SimulatorTestCase {
         XCTAssertEqual(statusAndCode(error), "410 ERR_SYNC_TOKEN_EXPIRED")
         XCTAssertEqual(error?.isSyncTokenRejected, true)
         XCTAssertEqual(error?.isTransient, false, "retrying the same token cannot help")
-        await assertEqual(upserted(try await bob.changes(since: nil, limit: 10)), [old, new], "nil starts over")
+        await assertEqual(upserted(try await bob.changes(since: nil, limit: 10)), [new], "nil starts over with what the log still holds")
         let recent = simulator.changeToken(at: clock.seconds64 - 2)
         await assertEqual(upserted(try await bob.changes(since: recent, limit: 10)), [new], "a recent token still resumes")
+        // Paging after the start over never meets a 410: every token handed out is resumable.
+        let more = try (0..<3).map { _ in try simulator.postText("more", from: "alice", to: .user("bob")) }
+        clock.advance(by: 1)
+        var token: String?
+        var collected: [Int] = []
+        repeat {
+            let page = try await bob.changes(since: token, limit: 1)
+            collected += upserted(page)
+            token = page.nextToken
+            if !page.hasMore { break }
+        } while true
+        XCTAssertEqual(collected, [new] + more)
+        await assertEqual(try await bob.changes(since: token, limit: 1).changes, [])
         simulator.expireChangeTokens(before: 0)
         await assertEqual(statusAndCode(await backendError(try await bob.changes(since: stale, limit: 10))), "410 ERR_SYNC_TOKEN_EXPIRED",
                           "the floor only rises")

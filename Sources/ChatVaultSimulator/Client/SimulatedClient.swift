@@ -512,7 +512,8 @@ public final class SimulatedClient: ChatBackend {
 
     // MARK: - ChatBackend: catch-up
 
-    /// The change log after the sync point `token` (nil: the whole log), as this user may see it:
+    /// The change log after the sync point `token` (nil: the whole log, or what compaction left of
+    /// it), as this user may see it:
     /// messages upserted (new, edited, reacted to, pinned, read up to, saved by this user; a reply
     /// also upserts its parent), deleted (after an upsert that carries `deletedAt`), and
     /// conversations removed for this user (deleted, or left a group). Oldest first.

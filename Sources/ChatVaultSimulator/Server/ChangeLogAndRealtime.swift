@@ -13,12 +13,16 @@ extension ServerState {
     /// fills the page, which then holds all of it (so a page can exceed `limit`).
     mutating func queryChanges(since token: String?, limit: Int, viewer: String, now: Int) throws(BackendError) -> ChangeLogPage {
         guard limit >= 1 else { throw .server(status: 400, code: "ERR_INVALID_LIMIT", message: "limit must be at least 1") }
-        var since: Int64 = 0
+        // Changes before `changeTokenFloor` are forgotten (compacted): a token that has not seen
+        // all of them cannot resume, and nil replays what is left. Every token handed out from
+        // here on stands for `floor - 1` or later, so paging after a start over never hits a 410.
+        let oldestResumable = max(changeTokenFloor - 1, 0)
+        var since = oldestResumable
         if let token {
             guard let time = ChangeToken.decode(token) else {
                 throw .server(status: 400, code: BackendError.syncTokenInvalidCode, message: "not a sync token of this server")
             }
-            guard time >= changeTokenFloor else {
+            guard time >= oldestResumable else {
                 throw .server(status: 410, code: BackendError.syncTokenExpiredCode, message: "the change log no longer reaches this sync point")
             }
             since = time

@@ -40,9 +40,11 @@ extension ChatVaultSimulator {
         ChangeToken.encode(time)
     }
 
-    /// Compacts the change log's reach, as a server that keeps limited history does: a sync token
-    /// for a point before `time` then answers 410 `ERR_SYNC_TOKEN_EXPIRED` (the engine must start
-    /// over with nil, which still replays everything). Raising only: an earlier `time` changes nothing.
+    /// Compacts the change log, as a server that keeps limited history does: the changes logged
+    /// before `time` are forgotten, so a sync token that has not seen all of them answers 410
+    /// `ERR_SYNC_TOKEN_EXPIRED` (the engine must start over with nil), and nil replays only what
+    /// is left (from `time` on). The truth itself (messages, conversations) is untouched. Raising
+    /// only: an earlier `time` changes nothing.
     public func expireChangeTokens(before time: Int64) {
         state.withLock { $0.changeTokenFloor = max($0.changeTokenFloor, time) }
     }
