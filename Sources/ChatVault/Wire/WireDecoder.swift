@@ -163,8 +163,9 @@ struct WireDecoder: Sendable {
             return n
         }
 
-        /// A server id: a whole number from 1.
-        func requiredId(_ key: String) throws(WireError) -> Int { try requiredInt(key, minimum: 1) }
+        /// A server id: a whole number from 1. Trusted rows may hold 0: the outbox's own messages,
+        /// not yet on the server.
+        func requiredId(_ key: String) throws(WireError) -> Int { try requiredInt(key, minimum: trusted ? 0 : 1) }
 
         /// A reference to a server id: 0 for none.
         func reference(_ key: String) throws(WireError) -> Int? { try int(key, minimum: 0) }
