@@ -106,7 +106,7 @@ enum ConversationRows {
 
     /// The activity the list orders by, in whole seconds.
     static func activity(of c: Conversation) -> Int64 {
-        Int64(c.updatedAt.rounded(.down))
+        Int64(clampingWire: c.updatedAt)
     }
 
     /// Inserts or updates a conversation (by id), keeping when it was last opened.
