@@ -196,7 +196,7 @@ package enum MessageRows {
         var bound = cursor
         var out: [BaseMessage] = []
         // Swift-side filters may reject rows: read in batches until the page is full.
-        let batch = filter.needsSwiftCheck ? max(limit * 4, 64) : limit
+        let batch = filter.needsSwiftCheck ? max(limit.multipliedReportingOverflow(by: 4).overflow ? Int.max : limit * 4, 64) : limit
         while out.count < limit {
             var clauses = whereClause
             var args = values
