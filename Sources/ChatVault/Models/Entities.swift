@@ -90,7 +90,7 @@ public final class Attachment: @unchecked Sendable, CustomStringConvertible {
         self.fileUrl = fileUrl
     }
 
-    public var description: String { "Attachment(\(fileMimeType), \(Int(fileSize)) bytes)" }
+    public var description: String { "Attachment(\(fileMimeType), \(Int64(clampingWire: fileSize)) bytes)" }
 }
 
 /// One reaction emoji's count on a message (`ReactionCount`).

@@ -158,16 +158,9 @@ enum OutgoingMessage {
     }
 
     private static func checkFreeform(_ value: JSONValue, _ field: String, _ limits: WireLimits, _ verb: String = "sent") throws(CometChatException) {
-        guard value.jsonData().count <= limits.maxFreeformBytes, depth(value) <= limits.maxDepth else {
+        // The depth first, without recursion: only a bounded value is turned into JSON text.
+        guard value.extentBreach(maxDepth: limits.freeformDepth) == nil, value.jsonData().count <= limits.maxFreeformBytes else {
             throw invalid("\(field) is too large or too deeply nested", verb)
-        }
-    }
-
-    private static func depth(_ value: JSONValue) -> Int {
-        switch value {
-        case .array(let items): return 1 + (items.map(depth).max() ?? 0)
-        case .object(let fields): return 1 + (fields.values.map(depth).max() ?? 0)
-        default: return 0
         }
     }
 }

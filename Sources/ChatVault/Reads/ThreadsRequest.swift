@@ -202,7 +202,7 @@ struct ThreadCursor: ListCursor, Hashable {
         if let reply = thread.lastReply {
             self.init(lastReplyAt: reply.sentAt, lastReplyId: reply.id)
         } else {
-            self.init(lastReplyAt: Int(thread.updatedAt.rounded(.down)), lastReplyId: 0)
+            self.init(lastReplyAt: Int(Int64(clampingWire: thread.updatedAt)), lastReplyId: 0)
         }
     }
 

@@ -59,13 +59,14 @@ enum BlockedUserRows {
     /// profile.
     static func add(_ rows: [BlockedUserRow], in db: Database) throws {
         guard !rows.isEmpty else { return }
-        var next = (try db.scalarInt("SELECT max(position) FROM blocked_users") ?? -1) + 1
+        // Wrapping: a position read back from the disk is never trusted not to be Int64.max.
+        var next = (try db.scalarInt("SELECT max(position) FROM blocked_users") ?? -1) &+ 1
         for row in rows {
             try db.run("UPDATE blocked_users SET payload = ? WHERE uid = ?", .blob(BinaryJSON.encode(row.wire)), .text(row.uid))
             if db.changes == 0 {
                 try db.run("INSERT INTO blocked_users (uid, position, payload) VALUES (?, ?, ?)",
                            .text(row.uid), .int(next), .blob(BinaryJSON.encode(row.wire)))
-                next += 1
+                next &+= 1
             }
         }
         try bumpRevision(db)

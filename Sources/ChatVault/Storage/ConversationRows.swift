@@ -106,7 +106,7 @@ enum ConversationRows {
 
     /// The activity the list orders by, in whole seconds.
     static func activity(of c: Conversation) -> Int64 {
-        Int64(c.updatedAt.rounded(.down))
+        Int64(clampingWire: c.updatedAt)
     }
 
     /// Inserts or updates a conversation (by id), keeping when it was last opened.
@@ -198,7 +198,7 @@ enum ConversationRows {
         var bound = cursor
         var out: [Conversation] = []
         // Swift-side checks may reject rows: read in batches until the page is full.
-        let batch = max(limit * 2, 32)
+        let batch = max(limit.multipliedReportingOverflow(by: 2).overflow ? Int.max : limit * 2, 32)
         while out.count < limit {
             let (rangeClause, rangeArgs) = range(after: bound, through: nil)
             let stmt = try db.cached("SELECT \(columns) FROM conversations WHERE \(whereClause)\(rangeClause) ORDER BY updated_at DESC, id ASC LIMIT \(batch)")

@@ -146,7 +146,7 @@ package enum MessageRows {
         let values: [DatabaseValue] = [
             .text(m.conversationId), .int(Int64(m.parentMessageId)), .text(m.senderUid), .text(m.receiverUid),
             .text(m.receiverType.rawValue), .text(m.messageCategory.rawValue), .text(wire["type"]?.stringValue ?? m.messageType.rawValue),
-            .int(Int64(m.sentAt)), .int(Int64(m.updatedAt)), .int(Int64(m.deletedAt)), .int(status), .int(sourceCode),
+            .int(Int64(m.sentAt)), .int(Int64(clampingWire: m.updatedAt)), .int(Int64(clampingWire: m.deletedAt)), .int(status), .int(sourceCode),
             .int(flags), payload,
         ]
         let update = try db.cached("""
@@ -196,7 +196,7 @@ package enum MessageRows {
         var bound = cursor
         var out: [BaseMessage] = []
         // Swift-side filters may reject rows: read in batches until the page is full.
-        let batch = filter.needsSwiftCheck ? max(limit * 4, 64) : limit
+        let batch = filter.needsSwiftCheck ? max(limit.multipliedReportingOverflow(by: 4).overflow ? Int.max : limit * 4, 64) : limit
         while out.count < limit {
             var clauses = whereClause
             var args = values

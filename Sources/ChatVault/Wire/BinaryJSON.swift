@@ -11,10 +11,51 @@ enum BinaryJSON {
 
     struct Malformed: Error {}
 
+    /// The deepest nesting `decode` reads: values nested deeper are refused as malformed. Whatever
+    /// is written to the cache is first held to `WireLimits.maxItemDepth`, which stays below it.
+    static let maxDepth = 64
+
+    /// Encodes without recursion (a value of any depth).
     static func encode(_ value: JSONValue) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        write(value, into: &out)
+        enum Work {
+            case value(JSONValue)
+            case key(String)
+        }
+        var pending: [Work] = [.value(value)]
+        while let work = pending.popLast() {
+            switch work {
+            case .key(let key):
+                string(key, into: &out)
+            case .value(.null):
+                out.append(Tag.null.rawValue)
+            case .value(.bool(let b)):
+                out.append(b ? Tag.true.rawValue : Tag.false.rawValue)
+            case .value(.int(let n)):
+                out.append(Tag.int.rawValue)
+                varint(zigzag(n), into: &out)
+            case .value(.double(let d)):
+                out.append(Tag.double.rawValue)
+                let bits = d.bitPattern
+                for shift in stride(from: 0, to: 64, by: 8) { out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+            case .value(.string(let s)):
+                out.append(Tag.string.rawValue)
+                string(s, into: &out)
+            case .value(.array(let items)):
+                out.append(Tag.array.rawValue)
+                varint(UInt64(items.count), into: &out)
+                for item in items.reversed() { pending.append(.value(item)) }
+            case .value(.object(let fields)):
+                out.append(Tag.object.rawValue)
+                varint(UInt64(fields.count), into: &out)
+                // Sorted keys; pushed in reverse so the first key comes out first, before its value.
+                for (key, item) in fields.sorted(by: { $0.key < $1.key }).reversed() {
+                    pending.append(.value(item))
+                    pending.append(.key(key))
+                }
+            }
+        }
         return out
     }
 
@@ -27,32 +68,25 @@ enum BinaryJSON {
         }
     }
 
-    private static func write(_ value: JSONValue, into out: inout [UInt8]) {
-        switch value {
-        case .null: out.append(Tag.null.rawValue)
-        case .bool(let b): out.append(b ? Tag.true.rawValue : Tag.false.rawValue)
-        case .int(let n):
-            out.append(Tag.int.rawValue)
-            varint(UInt64(bitPattern: (n << 1) ^ (n >> 63)), into: &out)
-        case .double(let d):
-            out.append(Tag.double.rawValue)
-            let bits = d.bitPattern
-            for shift in stride(from: 0, to: 64, by: 8) { out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
-        case .string(let s):
-            out.append(Tag.string.rawValue)
-            string(s, into: &out)
-        case .array(let items):
-            out.append(Tag.array.rawValue)
-            varint(UInt64(items.count), into: &out)
-            for item in items { write(item, into: &out) }
-        case .object(let fields):
-            out.append(Tag.object.rawValue)
-            varint(UInt64(fields.count), into: &out)
-            for key in fields.keys.sorted() {
-                string(key, into: &out)
-                write(fields[key]!, into: &out)
-            }
+    static func zigzag(_ n: Int64) -> UInt64 {
+        UInt64(bitPattern: (n << 1) ^ (n >> 63))
+    }
+
+    /// The bytes `varint` writes for `value`.
+    static func varintSize(_ value: UInt64) -> Int {
+        var v = value
+        var size = 1
+        while v >= 0x80 {
+            v >>= 7
+            size += 1
         }
+        return size
+    }
+
+    /// The bytes `string` writes for `s` (its length prefix and its UTF-8).
+    static func stringSize(_ s: String) -> Int {
+        let n = s.utf8.count
+        return varintSize(UInt64(n)) + n
     }
 
     private static func string(_ s: String, into out: inout [UInt8]) {
@@ -107,7 +141,7 @@ enum BinaryJSON {
         }
 
         mutating func value(depth: Int) throws -> JSONValue {
-            guard depth < 64, let tag = Tag(rawValue: try byte()) else { throw Malformed() }
+            guard depth < BinaryJSON.maxDepth, let tag = Tag(rawValue: try byte()) else { throw Malformed() }
             switch tag {
             case .null: return .null
             case .false: return .bool(false)

@@ -13,10 +13,28 @@ public struct WireLimits: Sendable, Equatable {
     public var maxFreeformBytes = 256 * 1024
     /// Items in one page, tags on one entity, attachments or mentions on one message.
     public var maxListCount = 1000
-    /// Nesting of free-form JSON.
+    /// Nesting of free-form JSON (at most 55: see `maxItemDepth`).
     public var maxDepth = 32
+    /// One item as received (a message, a conversation with its last message, a user, …), as
+    /// stored: every field counts, known or not.
+    public var maxItemBytes = 1024 * 1024
 
     public init() {}
+
+    /// The largest whole number or time a server may send: 2^53, the largest a JSON number (a
+    /// double) holds exactly. Every number the engine keeps fits an `Int64` with room to spare.
+    public static let maxWireNumber: Int64 = 1 << 53
+
+    /// The nesting free-form JSON may have: `maxDepth`, capped so a whole item always reads back.
+    var freeformDepth: Int { Swift.max(0, Swift.min(maxDepth, BinaryJSON.maxDepth - 1 - Self.structureDepth)) }
+
+    /// The nesting of a whole item, known and unknown fields alike: free-form JSON inside the
+    /// deepest known structure (a conversation's last message's mentioned user's metadata). It
+    /// stays below `BinaryJSON.maxDepth`, so whatever is stored reads back.
+    var maxItemDepth: Int { freeformDepth + Self.structureDepth }
+
+    /// Containers around the deepest free-form field, with room to spare.
+    static let structureDepth = 8
 }
 
 /// Why a server payload was rejected. Names the entity and the field, never the value.
@@ -70,11 +88,22 @@ struct WireDecoder: Sendable {
             guard case .object(let values) = value else {
                 throw WireError(entity: entity, field: path.isEmpty ? "(root)" : path, problem: .wrongType(expected: "an object"))
             }
+            // A whole item (not a part of one) is bounded as a whole, unknown fields included.
+            if path.isEmpty && !trusted { try Self.checkWhole(value, entity: entity, limits: limits) }
             self.values = values
             self.entity = entity
             self.path = path
             self.limits = limits
             self.trusted = trusted
+        }
+
+        /// Bounds a whole item as received, in size and depth, before any of it is used or stored.
+        static func checkWhole(_ value: JSONValue, entity: String, limits: WireLimits) throws(WireError) {
+            switch value.extentBreach(maxDepth: limits.maxItemDepth, maxBytes: limits.maxItemBytes) {
+            case nil: return
+            case .depth: throw WireError(entity: entity, field: "(item)", problem: .invalid("nested too deeply"))
+            case .bytes: throw WireError(entity: entity, field: "(item)", problem: .tooLong(limit: limits.maxItemBytes))
+            }
         }
 
         func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
@@ -121,20 +150,32 @@ struct WireDecoder: Sendable {
             return try requiredIdentifier(key)
         }
 
-        func int(_ key: String) throws(WireError) -> Int? {
+        /// A whole number from `minimum` to `WireLimits.maxWireNumber`.
+        func int(_ key: String, minimum: Int64 = -1) throws(WireError) -> Int? {
             guard let value = present(key) else { return nil }
-            guard let n = value.intValue, n >= -1, n <= 1 << 53 else { throw fail(key, .wrongType(expected: "a whole number")) }
+            guard let n = value.intValue else { throw fail(key, .wrongType(expected: "a whole number")) }
+            guard n >= minimum, n <= WireLimits.maxWireNumber else { throw fail(key, .invalid("out of range")) }
             return Int(n)
         }
 
-        func requiredInt(_ key: String) throws(WireError) -> Int {
-            guard let n = try int(key) else { throw fail(key, .missing) }
+        func requiredInt(_ key: String, minimum: Int64 = -1) throws(WireError) -> Int {
+            guard let n = try int(key, minimum: minimum) else { throw fail(key, .missing) }
             return n
         }
 
+        /// A server id: a whole number from 1. Trusted rows may hold 0: the outbox's own messages,
+        /// not yet on the server.
+        func requiredId(_ key: String) throws(WireError) -> Int { try requiredInt(key, minimum: trusted ? 0 : 1) }
+
+        /// A reference to a server id: 0 for none.
+        func reference(_ key: String) throws(WireError) -> Int? { try int(key, minimum: 0) }
+
+        /// A finite number from 0 to `WireLimits.maxWireNumber` (times, sizes): it converts to
+        /// `Int64` without trapping.
         func double(_ key: String) throws(WireError) -> Double? {
             guard let value = present(key) else { return nil }
-            guard let d = value.doubleValue, d.isFinite, d >= 0 else { throw fail(key, .wrongType(expected: "a number")) }
+            guard let d = value.doubleValue else { throw fail(key, .wrongType(expected: "a number")) }
+            guard d.isFinite, d >= 0, d <= Double(WireLimits.maxWireNumber) else { throw fail(key, .invalid("out of range")) }
             return d
         }
 
@@ -172,16 +213,10 @@ struct WireDecoder: Sendable {
         func freeform(_ key: String) throws(WireError) -> JSONValue? {
             guard let value = present(key) else { return nil }
             if trusted { return value }
-            guard depth(value) <= limits.maxDepth else { throw fail(key, .invalid("nested too deeply")) }
-            guard BinaryJSON.encode(value).count <= limits.maxFreeformBytes else { throw fail(key, .tooLong(limit: limits.maxFreeformBytes)) }
-            return value
-        }
-
-        private func depth(_ value: JSONValue) -> Int {
-            switch value {
-            case .array(let items): return 1 + (items.map(depth).max() ?? 0)
-            case .object(let fields): return 1 + (fields.values.map(depth).max() ?? 0)
-            default: return 0
+            switch value.extentBreach(maxDepth: limits.freeformDepth, maxBytes: limits.maxFreeformBytes) {
+            case nil: return value
+            case .depth: throw fail(key, .invalid("nested too deeply"))
+            case .bytes: throw fail(key, .tooLong(limit: limits.maxFreeformBytes))
             }
         }
 
@@ -246,7 +281,7 @@ struct WireDecoder: Sendable {
 
     func reaction(_ value: JSONValue) throws(WireError) -> Reaction {
         let f = try Fields(value, entity: "reaction", limits: limits, trusted: trusted)
-        return Reaction(id: try f.requiredIdentifierOrNumber("id"), messageId: try f.requiredInt("messageId"),
+        return Reaction(id: try f.requiredIdentifierOrNumber("id"), messageId: try f.requiredId("messageId"),
                         reaction: try f.requiredString("reaction", max: 64), uid: try f.requiredIdentifier("uid"),
                         reactedAt: try f.double("reactedAt") ?? 0,
                         reactedBy: try f.present("reactedBy").map { (v) throws(WireError) in try user(v, path: "reactedBy") })
@@ -275,7 +310,7 @@ struct WireDecoder: Sendable {
         conversation.unreadMentionsCount = try f.int("unreadMentionsCount") ?? 0
         conversation.updatedAt = try f.double("updatedAt") ?? 0
         conversation.tags = try f.identifiers("tags")
-        conversation.lastReadMessageId = try f.int("lastReadMessageId") ?? 0
+        conversation.lastReadMessageId = try f.reference("lastReadMessageId") ?? 0
         conversation.pinnedAt = try f.double("pinnedAt") ?? 0
         conversation.pinnedBy = try f.identifier("pinnedBy") ?? ""
         return conversation
@@ -336,7 +371,7 @@ struct WireDecoder: Sendable {
             action.message = try data?.string("message", max: limits.maxNameBytes)
             message = action
         }
-        message.id = try f.requiredInt("id")
+        message.id = try f.requiredId("id")
         message.muid = try f.identifier("muid") ?? ""
         message.conversationId = try f.requiredIdentifier("conversationId")
         if let sender = f.present("sender") {
@@ -355,13 +390,13 @@ struct WireDecoder: Sendable {
         message.readAt = try f.double("readAt") ?? 0
         message.deliveredToMeAt = try f.double("deliveredToMeAt") ?? 0
         message.readByMeAt = try f.double("readByMeAt") ?? 0
-        message.parentMessageId = try f.int("parentId") ?? 0
+        message.parentMessageId = try f.reference("parentId") ?? 0
         message.replyCount = try f.int("replyCount") ?? 0
         message.unreadRepliesCount = try f.int("unreadRepliesCount") ?? 0
         message.tags = try f.identifiers("tags")
         let topLevelMetadata = try f.freeform("metadata")
         message.metaData = try data?.freeform("metadata") ?? topLevelMetadata
-        message.quotedMessageId = try f.int("quotedMessageId") ?? 0
+        message.quotedMessageId = try f.reference("quotedMessageId") ?? 0
         message.pinnedAt = try f.double("pinnedAt") ?? 0
         message.pinnedBy = try f.identifier("pinnedBy") ?? ""
         message.savedAt = try f.double("savedAt") ?? 0
@@ -380,6 +415,8 @@ struct WireDecoder: Sendable {
     }
 
     func attachment(_ value: JSONValue, path: String) throws(WireError) -> Attachment {
+        // Also an upload's answer on its own: bounded as a whole (cheap inside a message).
+        if !trusted { try Fields.checkWhole(value, entity: "message", limits: limits) }
         let f = try Fields(value, entity: "message", path: path, limits: limits, trusted: trusted)
         let attachment = Attachment(fileName: try f.string("name", max: limits.maxNameBytes) ?? "",
                                     fileExtension: try f.string("extension", max: limits.maxIdentifierBytes) ?? "",
@@ -387,5 +424,14 @@ struct WireDecoder: Sendable {
                                     fileUrl: try f.requiredString("url", max: limits.maxURLBytes))
         attachment.fileSize = try f.double("size") ?? 0
         return attachment
+    }
+}
+
+extension Int64 {
+    /// The whole part of a time or size the decoder validated (0 to `WireLimits.maxWireNumber`),
+    /// never trapping: a value outside (a model the app filled itself) is clamped, NaN is 0.
+    init(clampingWire time: Double) {
+        let bound = Double(WireLimits.maxWireNumber)
+        self = time.isNaN ? 0 : Int64(Swift.max(Swift.min(time, bound), -bound).rounded(.down))
     }
 }

@@ -131,39 +131,79 @@ enum Salvage {
             result.notes.append("salvage: the old cache could not be opened at all")
             return result
         }
-        defer { queue.close() }
-        return (try? queue.sync { db -> Result in
-            var r = result
-            let outbox = readTable(db, "outbox", columns: outboxColumns)
-            r.outbox = outbox.rows.sorted { seqOf($0) < seqOf($1) }
-            r.complete = outbox.complete
-            r.counted = outbox.complete ? outbox.rows.count : count(db, "outbox")
-            let kv = readTable(db, "kv", columns: kvColumns) { row in
-                guard case .text(let key) = row[0] else { return false }
-                return keptKeyPrefixes.contains { key.hasPrefix($0) }
+        let connection = Connection(queue: queue, path: copy, keying: keying, options: readOnly)
+        defer { connection.close() }
+        var r = result
+        let outbox = readTable(connection, "outbox", columns: outboxColumns)
+        r.outbox = outbox.rows.sorted { seqOf($0) < seqOf($1) }
+        r.complete = outbox.complete
+        r.counted = outbox.complete ? outbox.rows.count : count(connection, "outbox")
+        let kv = readTable(connection, "kv", columns: kvColumns) { row in
+            guard case .text(let key) = row[0] else { return false }
+            return keptKeyPrefixes.contains { key.hasPrefix($0) }
+        }
+        r.kv = kv.rows
+        let media = readTable(connection, "media", columns: mediaColumns) { row in
+            if case .int(1) = row[5] { return true }
+            return false
+        }
+        r.media = media.rows
+        if !outbox.complete {
+            r.notes.append("salvage: \(outbox.rows.count) unsent messages read, "
+                + (r.counted.map { "\($0) counted" } ?? "the outbox could not be counted")
+                + (outbox.skipped > 0 ? ", \(outbox.skipped) unreadable ranges skipped" : ""))
+        }
+        if !kv.complete || !media.complete {
+            r.notes.append("salvage: some upload batches or outgoing copies' rows could not be read")
+        }
+        return r
+    }
+
+    /// The copy's read-only connection, reopened after every failed read: SQLCipher 4 leaves a
+    /// connection that met a page failing its HMAC unable to read anything more (every later read
+    /// fails with SQLITE_NOTADB), while 3.4.1 reports the page and reads on. Reopening a copy
+    /// under a raw key costs well under a millisecond.
+    final class Connection {
+        private var queue: DatabaseQueue?
+        private let path: String
+        private let keying: ConnectionKeying
+        private let options: ConnectionOptions
+
+        init(queue: DatabaseQueue, path: String, keying: ConnectionKeying, options: ConnectionOptions) {
+            self.queue = queue
+            self.path = path
+            self.keying = keying
+            self.options = options
+        }
+
+        /// Runs `body` on the connection (reopened first if the last read failed).
+        func read<R: Sendable>(_ body: (Database) throws -> R) throws -> R {
+            let live: DatabaseQueue
+            if let queue {
+                live = queue
+            } else {
+                live = try DatabaseQueue(path: path, keying: keying, options: options, label: "salvage")
+                queue = live
             }
-            r.kv = kv.rows
-            let media = readTable(db, "media", columns: mediaColumns) { row in
-                if case .int(1) = row[5] { return true }
-                return false
+            do {
+                return try live.sync(body)
+            } catch {
+                live.close()
+                queue = nil
+                throw error
             }
-            r.media = media.rows
-            if !outbox.complete {
-                r.notes.append("salvage: \(outbox.rows.count) unsent messages read, "
-                    + (r.counted.map { "\($0) counted" } ?? "the outbox could not be counted")
-                    + (outbox.skipped > 0 ? ", \(outbox.skipped) unreadable ranges skipped" : ""))
-            }
-            if !kv.complete || !media.complete {
-                r.notes.append("salvage: some upload batches or outgoing copies' rows could not be read")
-            }
-            return r
-        }) ?? result
+        }
+
+        func close() {
+            queue?.close()
+            queue = nil
+        }
     }
 
     /// A table's rows in rowid order without any index, stepping over what cannot be read.
     /// `keep` filters the rows (the columns as selected). Rows of a `WITHOUT ROWID` table are
     /// not supported (the cache has none).
-    static func readTable(_ db: Database, _ table: String, columns: [String],
+    static func readTable(_ connection: Connection, _ table: String, columns: [String],
                           keep: ([DatabaseValue]) -> Bool = { _ in true }) -> (rows: [[DatabaseValue]], complete: Bool, skipped: Int) {
         var rows: [[DatabaseValue]] = []
         var complete = true
@@ -173,25 +213,29 @@ enum Salvage {
         var from = Int64.min
         var rounds = 0
         let sql = "SELECT rowid, \(columns.joined(separator: ", ")) FROM \(table) NOT INDEXED WHERE rowid >= ? ORDER BY rowid"
-        guard let stmt = try? db.prepare(sql) else { return ([], false, 0) }
         scan: while rounds < 100_000 {
             rounds += 1
             var progressed = false
+            var reachedEnd = false
             do {
-                stmt.reset()
-                try stmt.bind([.int(from)])
-                while try stmt.step() {
-                    let rowid = stmt.int64(0)
-                    let row = (1...Int32(columns.count)).map { stmt.value($0) }
-                    progressed = true
-                    if keep(row) { rows.append(row) }
-                    guard rowid < Int64.max else { break scan }
-                    from = rowid + 1
+                try connection.read { db in
+                    let stmt = try db.prepare(sql)
+                    defer { stmt.reset() }
+                    try stmt.bind([.int(from)])
+                    while try stmt.step() {
+                        let rowid = stmt.int64(0)
+                        let row = (1...Int32(columns.count)).map { stmt.value($0) }
+                        progressed = true
+                        if keep(row) { rows.append(row) }
+                        guard rowid < Int64.max else { reachedEnd = true; return }
+                        from = rowid + 1
+                    }
                 }
                 break scan
             } catch {
+                if reachedEnd { break scan }
                 complete = false
-                switch firstRow(db, table, atLeast: from) {
+                switch firstRow(connection, table, atLeast: from) {
                 case .row(let next):
                     if progressed { continue scan }
                     // The seek reaches the next row but reading it fails (its own overflow
@@ -202,13 +246,12 @@ enum Salvage {
                 case .none:
                     break scan
                 case .failed:
-                    guard let next = firstReadable(db, table, from: from) else { break scan }
+                    guard let next = firstReadable(connection, table, from: from) else { break scan }
                     skipped += 1
                     from = next
                 }
             }
         }
-        stmt.reset()
         return (rows, complete, skipped)
     }
 
@@ -220,11 +263,14 @@ enum Salvage {
 
     /// The rowid of the first row at or after `start` (only the table's b-tree pages on the
     /// way there are read, not the row's payload).
-    static func firstRow(_ db: Database, _ table: String, atLeast start: Int64) -> Probe {
+    static func firstRow(_ connection: Connection, _ table: String, atLeast start: Int64) -> Probe {
         do {
-            let stmt = try db.prepare("SELECT rowid FROM \(table) NOT INDEXED WHERE rowid >= ? ORDER BY rowid LIMIT 1")
-            try stmt.bind([.int(start)])
-            return try stmt.step() ? .row(stmt.int64(0)) : .none
+            return try connection.read { db -> Probe in
+                let stmt = try db.prepare("SELECT rowid FROM \(table) NOT INDEXED WHERE rowid >= ? ORDER BY rowid LIMIT 1")
+                defer { stmt.reset() }
+                try stmt.bind([.int(start)])
+                return try stmt.step() ? .row(stmt.int64(0)) : .none
+            }
         } catch {
             return .failed
         }
@@ -232,14 +278,14 @@ enum Salvage {
 
     /// After an unreadable range that starts at `from`, the smallest rowid from which a seek
     /// reads again: doubling steps find one, bisection walks back to the first.
-    static func firstReadable(_ db: Database, _ table: String, from: Int64) -> Int64? {
+    static func firstReadable(_ connection: Connection, _ table: String, from: Int64) -> Int64? {
         var bad = from
         var step: Int64 = 1
         var good: Int64?
         while good == nil {
             let (candidate, overflow) = bad.addingReportingOverflow(step)
             guard !overflow else { return nil }
-            switch firstRow(db, table, atLeast: candidate) {
+            switch firstRow(connection, table, atLeast: candidate) {
             case .failed:
                 bad = candidate
                 step = step > Int64.max / 2 ? Int64.max : step * 2
@@ -253,21 +299,21 @@ enum Salvage {
         var lo = bad
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2
-            if firstRow(db, table, atLeast: mid) == .failed { lo = mid } else { hi = mid }
+            if firstRow(connection, table, atLeast: mid) == .failed { lo = mid } else { hi = mid }
         }
         return hi
     }
 
     /// `count(*)` by the table itself, then by each of its indexes: any path that reads whole
     /// gives the exact number of rows.
-    static func count(_ db: Database, _ table: String) -> Int? {
+    static func count(_ connection: Connection, _ table: String) -> Int? {
         var paths = ["\(table) NOT INDEXED"]
-        if let names = try? db.texts("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '\(table)' ORDER BY name") {
+        if let names = try? connection.read({ db in try db.texts("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '\(table)' ORDER BY name") }) {
             paths += names.filter { $0.utf8.allSatisfy { $0 == 0x5f || ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7a) } }
                 .map { "\(table) INDEXED BY \($0)" }
         }
         for path in paths {
-            if let n = (try? db.scalarInt("SELECT count(*) FROM \(path)")) ?? nil { return Int(n) }
+            if let n = (try? connection.read({ db in try db.scalarInt("SELECT count(*) FROM \(path)") })) ?? nil { return Int(clamping: n) }
         }
         return nil
     }
