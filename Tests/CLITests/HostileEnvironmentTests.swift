@@ -2,8 +2,9 @@ import ChatVaultTesting
 import Foundation
 import XCTest
 
-/// A real full disk and a real shortage of file descriptors, produced for the CLI in a child
-/// process: a small tmpfs mounted in a private mount namespace (`unshare -rm`), and `prlimit`.
+/// A real full disk, a real read-only file system and a real shortage of file descriptors,
+/// produced for the CLI in a child process: a small tmpfs mounted (and remounted read-only) in a
+/// private mount namespace (`unshare -rm`), and `prlimit`.
 /// Whatever happens, a transient condition must never cost the cache.
 final class HostileEnvironmentTests: XCTestCase {
     let app = "org.chatvault.hostiletests"
@@ -111,6 +112,38 @@ final class HostileEnvironmentTests: XCTestCase {
         XCTAssertEqual(out["after"]?["outcome"] as? String, "ready")
         XCTAssertEqual(out["after"]?["messages"] as? Int, 50)
         XCTAssertEqual(out["after"]?["pending"] as? Int, 2)
+    }
+
+    func testAReadOnlyFileSystemIsUnavailableReadOnlyAndTouchesNothing() throws {
+        let scratch = TemporaryDirectory()
+        let result = try inPrivateNamespace("""
+            mkdir -p "$WORK/mnt" "$WORK/out" "$WORK/keys"
+            mount -t tmpfs -o size=4m tmpfs "$WORK/mnt"
+            "$CV" seed --dir "$WORK/mnt/root" --user u --messages 80 --pending 3 --keystore file --key-dir "$WORK/keys/k" --app "$APP" --json > "$WORK/out/seed.json"
+            before=$(cat "$WORK"/mnt/root/*/cache.db "$WORK"/mnt/root/*/manifest.json | sha256sum)
+            names_before=$(ls -A "$WORK"/mnt/root/*)
+            mount -o remount,ro "$WORK/mnt"
+            "$CV" open --dir "$WORK/mnt/root" --user u --keystore file --key-dir "$WORK/keys/k" --app "$APP" --json > "$WORK/out/ro.json"
+            mount -o remount,rw "$WORK/mnt"
+            after=$(cat "$WORK"/mnt/root/*/cache.db "$WORK"/mnt/root/*/manifest.json | sha256sum)
+            names_after=$(ls -A "$WORK"/mnt/root/*)
+            [ "$before" = "$after" ] && [ "$names_before" = "$names_after" ] && echo '{"unchanged": true}' > "$WORK/out/compare.json" \
+                || echo '{"unchanged": false}' > "$WORK/out/compare.json"
+            "$CV" open --dir "$WORK/mnt/root" --user u --keystore file --key-dir "$WORK/keys/k" --app "$APP" --json > "$WORK/out/after.json"
+            umount "$WORK/mnt"
+            """, scratch)
+        XCTAssertEqual(result.status, 0, String(decoding: result.stderr, as: UTF8.self))
+        let out = try lines("\(scratch.path)/out")
+        let readOnly = try XCTUnwrap(out["ro"])
+        XCTAssertEqual(readOnly["outcome"] as? String, "unavailable", "\(readOnly)")
+        XCTAssertEqual(readOnly["unavailableReason"] as? String, "readOnly")
+        XCTAssertEqual((readOnly["resets"] as? [Any])?.count, 0)
+        XCTAssertEqual(out["compare"]?["unchanged"] as? Bool, true, "nothing was written, created or set aside")
+        let after = try XCTUnwrap(out["after"])
+        XCTAssertEqual(after["outcome"] as? String, "ready", "\(after)")
+        XCTAssertEqual(after["messages"] as? Int, 80)
+        XCTAssertEqual(after["pending"] as? Int, 3)
+        XCTAssertEqual((after["resets"] as? [Any])?.count, 0)
     }
 
     func testRunningOutOfFileDescriptorsNeverCostsTheCache() throws {
