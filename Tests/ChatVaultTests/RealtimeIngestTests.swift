@@ -153,4 +153,180 @@ final class RealtimeIngestTests: XCTestCase {
         XCTAssertEqual(offline.map(\.id), [text, media, custom, mine])
         XCTAssertEqual(offline.map(\.messageStatus), [.sent, .sent, .sent, .read])
     }
+
+    // MARK: - Listeners
+
+    func testListenersByIdWeakOnePerIdAndTheStream() async throws {
+        let h = try await harness()
+        let replaced = MessageRecorder("replaced"), current = MessageRecorder("current"), removed = MessageRecorder("removed")
+        h.vault.addMessageListener("screen", replaced)
+        h.vault.addMessageListener("screen", current) // one per id: replaces
+        h.vault.addMessageListener("gone", removed)
+        h.vault.removeMessageListener("gone")
+        let released = Mutex<[String]>([])
+        final class Released: CometChatMessageDelegate, @unchecked Sendable {
+            let sink: @Sendable (String) -> Void
+            init(_ sink: @escaping @Sendable (String) -> Void) { self.sink = sink }
+            func onTextMessageReceived(textMessage: TextMessage) { sink("text \(textMessage.id)") }
+        }
+        do {
+            let transient = Released { line in released.withLock { $0.append(line) } }
+            h.vault.addMessageListener("transient", transient)
+        }
+        let stream = h.vault.messageEvents()
+        let collected = Task { () -> [String] in
+            var out: [String] = []
+            for await event in stream {
+                switch event {
+                case .received(let m): out.append("received \(m.id) \(m.source)")
+                case .edited(let m): out.append("edited \(m.id)")
+                default: out.append("other")
+                }
+                if out.count == 2 { break }
+            }
+            return out
+        }
+        let id = try h.simulator.postText("one", from: "bob", to: .user("alice"))
+        try h.simulator.edit(id, to: .text("one, edited"), by: "bob")
+        let heardByCurrent = try await heard(2, current, h)
+        XCTAssertEqual(heardByCurrent, ["text \(id)", "edited \(id)"])
+        XCTAssertEqual(replaced.recorded, [], "replaced by the second listener of the same id")
+        XCTAssertEqual(removed.recorded, [], "removed")
+        XCTAssertEqual(released.withLock { $0 }, [], "held weakly: a released listener hears nothing")
+        let streamed = await collected.value
+        XCTAssertEqual(streamed, ["received \(id) realtime", "edited \(id)"])
+
+        // The facade registers on the shared vault.
+        CometChat.offlineVault = h.vault
+        defer { CometChat.offlineVault = nil }
+        let viaFacade = MessageRecorder()
+        CometChat.addMessageListener("facade", viaFacade)
+        let second = try h.simulator.postText("two", from: "bob", to: .user("alice"))
+        let heardViaFacade = try await heard(1, viaFacade, h)
+        XCTAssertEqual(heardViaFacade, ["text \(second)"])
+        CometChat.removeMessageListener("facade")
+        let third = try h.simulator.postText("three", from: "bob", to: .user("alice"))
+        _ = try await heard(4, current, h)
+        XCTAssertEqual(current.recorded.last, "text \(third)")
+        XCTAssertEqual(viaFacade.recorded, ["text \(second)"], "removed through the facade")
+    }
+
+    // MARK: - Hostile events
+
+    func testHostileEventsAreDroppedAndCountedAndTheStreamGoesOn() async throws {
+        let h = try await harness()
+        let recorder = MessageRecorder()
+        h.vault.addMessageListener("recorder", recorder)
+        let good = try h.simulator.postText("first", from: "bob", to: .user("alice"))
+        _ = try await heard(1, recorder, h)
+        let valid = try XCTUnwrap(h.simulator.messageJSON(good, as: "alice"))
+        func with(_ key: String, _ value: JSONValue?) -> JSONValue {
+            guard case .object(var fields) = valid else { return valid }
+            fields[key] = value
+            return .object(fields)
+        }
+        var deep: JSONValue = "bottom"
+        for _ in 0..<5000 { deep = .array([deep]) }
+        let hostile: [RealtimeEvent] = [
+            .messageReceived(["id": "not a number"]),
+            .messageReceived(.array([1, 2, 3])),
+            .messageReceived(with("id", .int(Int64.max))),
+            .messageReceived(with("id", .double(9.3e18))),
+            .messageReceived(with("id", 0)),
+            .messageReceived(with("sentAt", .int(1 << 62))),
+            .messageReceived(with("conversationId", nil)),
+            .messageReceived(with("receiver", .int(7))),
+            .messageReceived(with("data", ["text": .string(String(repeating: "x", count: WireLimits().maxTextBytes + 1))])),
+            .messageReceived(with("unknownField", .string(String(repeating: "y", count: 4 << 20)))),
+            .messageReceived(with("nested", deep)),
+            .messageEdited(with("deletedAt", .double(-.infinity))),
+            .messageDeleted(with("sender", "bob")),
+            .reactionAdded(["conversationId": "alice_user_bob", "receiverId": "alice"]),
+            .reactionAdded(["reaction": ["id": "1", "messageId": .int(Int64.max), "reaction": "👍", "uid": "bob"],
+                            "conversationId": "alice_user_bob", "receiverId": "alice"]),
+            .reactionRemoved(["reaction": ["id": "1", "messageId": .int(Int64(good)), "reaction": "👍", "uid": "bob"],
+                              "conversationId": "alice_user_bob", "receiverId": "alice", "message": with("id", .int(Int64(good) + 1))]),
+            .messagesRead(["messageId": 0, "sender": ["uid": "bob"], "receiverId": "alice", "conversationId": "alice_user_bob"]),
+            .messagesRead(["messageId": .int(Int64(good)), "sender": ["uid": "bob"], "receiverId": "alice", "conversationId": "alice_user_bob",
+                           "receiptType": "delivered"]),
+            .messagesDelivered(["messageId": .int(Int64(good)), "sender": "bob", "receiverId": "alice", "conversationId": "alice_user_bob"]),
+            .messagesDelivered(["messageId": .int(Int64(good)), "sender": ["uid": "bob"], "receiverId": "alice", "conversationId": "alice_user_bob",
+                                "timestamp": .double(.nan)]),
+        ]
+        for event in hostile { h.client.deliver(event) }
+        let after = try h.simulator.postText("still flowing", from: "bob", to: .user("alice"))
+        let delivered = try await heard(2, recorder, h)
+        XCTAssertEqual(delivered, ["text \(good)", "text \(after)"], "nothing hostile delivered; later events arrive")
+        XCTAssertEqual(h.vault.droppedRealtimeEvents, hostile.count)
+        XCTAssertEqual(try rowCount(h, h.conversationId(with: "bob")), 2)
+        XCTAssertEqual(try unread(h, h.conversationId(with: "bob")), 2)
+        let page = await cachedMessages(h)
+        XCTAssertEqual(page.map(\.id), [good, after])
+        XCTAssertEqual((page.first as? TextMessage)?.text, "first", "no hostile edit reached the cache")
+    }
+
+    // MARK: - Duplicates
+
+    func testADuplicateOrAnAlreadyCachedMessageIsUpdatedNotDuplicatedNorCountedTwice() async throws {
+        let h = try OutboxHarness()
+        // Sent while alice was away: a read's server phase caches it (and the conversation).
+        let old = try h.simulator.postText("while away", from: "bob", to: .user("alice"))
+        await h.login()
+        try await waitUntil("connected") { h.client.isConnected }
+        let recorder = MessageRecorder()
+        h.vault.addMessageListener("recorder", recorder)
+        let conversation = h.conversationId(with: "bob")
+        _ = await MessagesRequest.MessageRequestBuilder(vault: h.vault).set(uid: "bob").set(limit: 30).build().fetchPrevious()
+        _ = await ConversationRequest.ConversationRequestBuilder(limit: 30, vault: h.vault).build().fetchNext()
+        XCTAssertEqual(try unread(h, conversation), 1)
+
+        // The same message arrives over the connection (a redelivery): updated, not counted again.
+        h.client.deliver(.messageReceived(try XCTUnwrap(h.simulator.messageJSON(old, as: "alice"))))
+        let new = try h.simulator.postText("live", from: "bob", to: .user("alice"))
+        h.client.deliver(.messageReceived(try XCTUnwrap(h.simulator.messageJSON(new, as: "alice"))))
+        _ = try await heard(3, recorder, h)
+        XCTAssertEqual(try rowCount(h, conversation), 2)
+        XCTAssertEqual(try unread(h, conversation), 2, "each message counted once")
+        let page = await cachedMessages(h)
+        XCTAssertEqual(page.map(\.id), [old, new])
+
+        // A thread reply and the user's own message do not count as unread.
+        _ = try h.simulator.postText("in a thread", from: "bob", to: .user("alice"), parentId: new)
+        _ = try h.simulator.postText("mine", from: "alice", to: .user("bob"))
+        _ = try await heard(5, recorder, h)
+        XCTAssertEqual(try unread(h, conversation), 2)
+    }
+
+    func testAConversationNotYetCachedIsCreatedFromAGroupMessage() async throws {
+        let h = try await harness()
+        try h.simulator.addGroup("team", name: "Team", members: ["alice", "bob", "carol"])
+        let recorder = MessageRecorder()
+        h.vault.addMessageListener("recorder", recorder)
+        let id = try h.simulator.postText("hi team", from: "carol", to: .group("team"))
+        _ = try await heard(1, recorder, h)
+        let cached = await cachedConversations(h)
+        let team = try XCTUnwrap(cached.first { $0.conversationId == "group_team" })
+        XCTAssertEqual(team.conversationType, .group)
+        XCTAssertEqual((team.conversationWith as? Group)?.guid, "team")
+        XCTAssertEqual(team.lastMessage?.id, id)
+        XCTAssertEqual(team.unreadMessageCount, 1)
+        let page = await MessagesRequest.MessageRequestBuilder(vault: h.vault).set(guid: "team").set(limit: 10).build().fetchPrevious()
+        XCTAssertEqual(page.cached?.map(\.id), [id])
+    }
+
+    // MARK: - Eviction
+
+    func testEvictionCapsHoldForIngestedMessages() async throws {
+        let h = try await harness(configure: { $0.setMaxMessagesPerConversation(5) }, evictionDelay: .milliseconds(20))
+        let recorder = MessageRecorder()
+        h.vault.addMessageListener("recorder", recorder)
+        var ids: [Int] = []
+        for i in 0..<12 { ids.append(try h.simulator.postText("m\(i)", from: "bob", to: .user("alice"))) }
+        _ = try await heard(12, recorder, h)
+        try await waitUntil("eviction ran") { try self.rowCount(h, h.conversationId(with: "bob")) <= 5 }
+        XCTAssertEqual(try rowCount(h, h.conversationId(with: "bob")), 5)
+        h.client.network = .offline
+        let page = await cachedMessages(h)
+        XCTAssertEqual(page.map(\.id), Array(ids.suffix(5)), "the newest stay")
+    }
 }
