@@ -297,6 +297,43 @@ final class RealtimeIngestTests: XCTestCase {
         XCTAssertEqual(try unread(h, conversation), 2)
     }
 
+    func testAnEchoOfOurOwnUnackedSendIsLeftToTheOutbox() async throws {
+        let h = try await harness()
+        let recorder = MessageRecorder()
+        h.vault.addMessageListener("recorder", recorder)
+        h.client.network = .offline
+        let sent = h.send(h.text("queued"))
+        try await waitUntil("pending") { h.drain(); return !sent.events.isEmpty }
+        let pending = try await h.pending()
+        let local = try XCTUnwrap(pending.first?.localMessageId)
+        // The server's copy, as an echo would carry it, arriving before the acknowledgement.
+        let posted = try h.simulator.postText("queued", from: "alice", to: .user("bob"))
+        guard case .object(var echo) = try XCTUnwrap(h.simulator.messageJSON(posted, as: "alice")) else { return XCTFail("an object") }
+        echo["localMessageId"] = .string(local)
+        h.client.deliver(.messageReceived(.object(echo)))
+        // Two messages claiming the same local id (unique in the cache): both are cached.
+        var claims: [Int] = []
+        for body in ["one", "two"] {
+            let id = try h.simulator.postText(body, from: "bob", to: .user("alice"))
+            guard case .object(var claim) = try XCTUnwrap(h.simulator.messageJSON(id, as: "alice")) else { return XCTFail("an object") }
+            claim["localMessageId"] = "claimed"
+            h.client.deliver(.messageReceived(.object(claim)))
+            claims.append(id)
+        }
+        _ = try await heard(3, recorder, h)
+        let cache = try XCTUnwrap(h.vault.openCache)
+        func rows(_ id: Int) throws -> Int64? {
+            try cache.reader.sync { db in try db.scalarInt("SELECT count(*) FROM messages WHERE server_id = ?", .int(Int64(id))) }
+        }
+        XCTAssertEqual(try rows(posted), 0, "the outbox owns the message until it is acknowledged")
+        XCTAssertEqual(try rows(claims[0]), 1)
+        XCTAssertEqual(try rows(claims[1]), 1, "written without the local id the first one holds")
+        XCTAssertEqual(try h.cachedLocalId(ofServerId: claims[0]), "claimed")
+        XCTAssertEqual(try h.cachedLocalId(ofServerId: claims[1]), nil)
+        let stillPending = try await h.pending()
+        XCTAssertEqual(stillPending.map(\.localMessageId), [local], "still pending")
+    }
+
     func testAConversationNotYetCachedIsCreatedFromAGroupMessage() async throws {
         let h = try await harness()
         try h.simulator.addGroup("team", name: "Team", members: ["alice", "bob", "carol"])

@@ -5,8 +5,9 @@ import VaultStore
 ///
 /// - A received message is written (`source == .realtime`) or, when the cache already has its
 ///   server id (a read's server phase, or an echo), updated in place; only a message new to the
-///   cache moves the conversation's unread count. A message that is still an unsent outbox row
-///   (an echo of our own send before its acknowledgement) is left to the outbox.
+///   cache moves the conversation's unread count. A message that is still an outbox row (an echo
+///   of our own send before its acknowledgement) is left to the outbox, which writes it on the
+///   acknowledgement; a local id that another cached message holds is not taken over.
 /// - An edit, a deletion or a reaction's message replaces the cached copy only when the cache
 ///   holds it (inserted alone, an old message would show in a cached page without its
 ///   neighbours), keeping how the copy first arrived.
@@ -21,8 +22,14 @@ enum RealtimeRows {
     static func apply(_ parsed: RealtimeWire.Parsed, me: String, limits: WireLimits, in db: Database) throws {
         switch parsed {
         case .received(let wire, let m):
-            if let local = m.localMessageId, m.senderUid == me,
-               try db.scalarInt("SELECT 1 FROM messages WHERE local_id = ? AND server_id IS NULL", .text(local)) != nil { return }
+            if let local = m.localMessageId {
+                // An echo of our own send before its acknowledgement: the outbox writes it.
+                if m.senderUid == me, try db.scalarInt("SELECT 1 FROM outbox WHERE local_id = ?", .text(local)) != nil { return }
+                // A local id another cached message holds is not taken over (it is unique).
+                if try db.scalarInt("SELECT 1 FROM messages WHERE local_id = ? AND server_id IS NOT ?", .text(local), .int(Int64(m.id))) != nil {
+                    m.localMessageId = nil
+                }
+            }
             let existing = try cachedRow(m.id, in: db)
             try MessageRows.upsert(wire, m, me: me, source: existing?.source ?? .realtime, in: db)
             try touchConversation(wire, m, newlyCached: existing == nil, previousFlags: existing?.flags, me: me, limits: limits, in: db)
