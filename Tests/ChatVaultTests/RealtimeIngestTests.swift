@@ -334,6 +334,43 @@ final class RealtimeIngestTests: XCTestCase {
         XCTAssertEqual(stillPending.map(\.localMessageId), [local], "still pending")
     }
 
+    func testAReactionWithoutItsMessageIsDeliveredAndLeavesTheCacheAsItWas() async throws {
+        let h = try await harness()
+        let recorder = MessageRecorder()
+        h.vault.addMessageListener("recorder", recorder)
+        let id = try h.simulator.postText("vote", from: "bob", to: .user("alice"))
+        _ = try await heard(1, recorder, h)
+        h.client.deliver(.reactionAdded(["reaction": ["id": "r1", "messageId": .int(Int64(id)), "reaction": "🔥", "uid": "bob", "reactedAt": 5],
+                                         "receiverId": "alice", "receiverType": "user", "conversationId": "alice_user_bob"]))
+        let events = try await heard(2, recorder, h)
+        XCTAssertEqual(events.last, "reacted \(id) 🔥 bob")
+        let page = await cachedMessages(h)
+        XCTAssertEqual(page.first?.reactions, [], "no counts guessed from a delta")
+        XCTAssertEqual(h.vault.droppedRealtimeEvents, 0)
+    }
+
+    func testSyncedMessagesReachOnMessagesSyncedAndTheStream() async throws {
+        let h = try await harness()
+        final class SyncRecorder: CometChatMessageDelegate, @unchecked Sendable {
+            let batches = Mutex<[[Int]]>([])
+            func onMessagesSynced(_ messages: [BaseMessage]) { batches.withLock { $0.append(messages.map(\.id)) } }
+        }
+        let recorder = SyncRecorder()
+        h.vault.addMessageListener("sync", recorder)
+        let stream = h.vault.messageEvents()
+        let first = Task { () -> [MessageSource] in
+            for await event in stream { if case .synced(let messages) = event { return messages.map(\.source) } }
+            return []
+        }
+        let message = try WireDecoder(limits: WireLimits()).message(try XCTUnwrap(h.simulator.messageJSON(
+            try h.simulator.postText("x", from: "bob", to: .user("alice")), as: "alice")))
+        h.vault.deliverSynced([message])
+        try await waitUntil("synced") { h.drain(); return !recorder.batches.withLock { $0 }.isEmpty }
+        XCTAssertEqual(recorder.batches.withLock { $0 }, [[message.id]])
+        let sources = await first.value
+        XCTAssertEqual(sources, [.sync])
+    }
+
     func testAConversationNotYetCachedIsCreatedFromAGroupMessage() async throws {
         let h = try await harness()
         try h.simulator.addGroup("team", name: "Team", members: ["alice", "bob", "carol"])

@@ -89,6 +89,19 @@ extension OfflineVault {
         deliverRealtime(parsed)
     }
 
+    /// Tells the message listeners (`onMessagesSynced`) and streams (`.synced`) about messages the
+    /// catch-up sync wrote, after its page committed. For the sync engine.
+    func deliverSynced(_ messages: [BaseMessage]) {
+        guard !messages.isEmpty else { return }
+        for m in messages { m.source = .sync }
+        let listeners = realtime.listeners.live()
+        let ingest = realtime
+        settings.callbackExecutor.execute {
+            for listener in listeners { Self.tell(listener, .synced(messages)) }
+            ingest.yield(.synced(messages))
+        }
+    }
+
     private func deliverRealtime(_ parsed: RealtimeWire.Parsed) {
         let listeners = realtime.listeners.live()
         let event: MessageEvent

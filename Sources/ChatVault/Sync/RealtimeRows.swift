@@ -19,7 +19,10 @@ import VaultStore
 ///   receipt in a one-to-one conversation marks the user's own messages delivered or read. Group
 ///   receipts are per member and change no cached row (listeners hear them).
 enum RealtimeRows {
-    static func apply(_ parsed: RealtimeWire.Parsed, me: String, limits: WireLimits, in db: Database) throws {
+    /// - Parameter source: how a message new to the cache arrived (`.realtime` here; the catch-up
+    ///   sync can reuse this path with `.sync`).
+    static func apply(_ parsed: RealtimeWire.Parsed, me: String, limits: WireLimits, source: MessageSource = .realtime,
+                      in db: Database) throws {
         switch parsed {
         case .received(let wire, let m):
             if let local = m.localMessageId {
@@ -31,7 +34,7 @@ enum RealtimeRows {
                 }
             }
             let existing = try cachedRow(m.id, in: db)
-            try MessageRows.upsert(wire, m, me: me, source: existing?.source ?? .realtime, in: db)
+            try MessageRows.upsert(wire, m, me: me, source: existing?.source ?? source, in: db)
             try touchConversation(wire, m, newlyCached: existing == nil, previousFlags: existing?.flags, me: me, limits: limits, in: db)
         case .edited(let wire, let m), .deleted(let wire, let m):
             guard let existing = try cachedRow(m.id, in: db) else { return }
