@@ -226,7 +226,9 @@ final class RealtimeIngestTests: XCTestCase {
             return .object(fields)
         }
         var deep: JSONValue = "bottom"
-        for _ in 0..<5000 { deep = .array([deep]) }
+        // Deep enough to exceed the bound several times over; not thousands of levels: releasing
+        // such a value recurses in the Swift runtime, on whatever thread drops it last.
+        for _ in 0..<300 { deep = .array([deep]) }
         let hostile: [RealtimeEvent] = [
             .messageReceived(["id": "not a number"]),
             .messageReceived(.array([1, 2, 3])),
@@ -290,11 +292,24 @@ final class RealtimeIngestTests: XCTestCase {
         let page = await cachedMessages(h)
         XCTAssertEqual(page.map(\.id), [old, new])
 
+        // A conversation summary the server wrote after a message already counts it: the message's
+        // event arriving after the conversation read is not counted again.
+        h.client.network = .offline
+        let raced = try h.simulator.postText("raced", from: "bob", to: .user("alice"))
+        h.client.network = .online
+        try await waitUntil("reconnected") { h.client.isConnected }
+        _ = await ConversationRequest.ConversationRequestBuilder(limit: 30, vault: h.vault).build().fetchNext()
+        XCTAssertEqual(try unread(h, conversation), 3)
+        h.client.deliver(.messageReceived(try XCTUnwrap(h.simulator.messageJSON(raced, as: "alice"))))
+        _ = try await heard(4, recorder, h)
+        XCTAssertEqual(try unread(h, conversation), 3, "counted once, by the server's summary")
+        XCTAssertEqual(try rowCount(h, conversation), 3)
+
         // A thread reply and the user's own message do not count as unread.
         _ = try h.simulator.postText("in a thread", from: "bob", to: .user("alice"), parentId: new)
         _ = try h.simulator.postText("mine", from: "alice", to: .user("bob"))
-        _ = try await heard(5, recorder, h)
-        XCTAssertEqual(try unread(h, conversation), 2)
+        _ = try await heard(6, recorder, h)
+        XCTAssertEqual(try unread(h, conversation), 3)
     }
 
     func testAnEchoOfOurOwnUnackedSendIsLeftToTheOutbox() async throws {

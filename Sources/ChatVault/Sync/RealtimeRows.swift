@@ -5,7 +5,8 @@ import VaultStore
 ///
 /// - A received message is written (`source == .realtime`) or, when the cache already has its
 ///   server id (a read's server phase, or an echo), updated in place; only a message new to the
-///   cache moves the conversation's unread count. A message that is still an outbox row (an echo
+///   cache, and newer than the conversation's cached last message (a summary the server wrote
+///   later already counts it), moves the unread count. A message that is still an outbox row (an echo
 ///   of our own send before its acknowledgement) is left to the outbox, which writes it on the
 ///   acknowledgement; a local id that another cached message holds is not taken over.
 /// - An edit, a deletion or a reaction's message replaces the cached copy only when the cache
@@ -87,11 +88,14 @@ enum RealtimeRows {
             fields = newConversation(wire, m, me: me)
         }
         var changed = false
+        let last = fields["lastMessage"]
+        let lastId = last?["id"]?.intValue ?? 0
+        let lastSentAt = last?["sentAt"]?.intValue ?? 0
+        // A conversation summary the server wrote after this message (its last message is this one
+        // or a newer one) already counts it as unread: a read's server phase may race the event.
+        let newerThanSummary = (Int64(m.sentAt), Int64(m.id)) > (lastSentAt, lastId)
         if updatesConversation(m) {
-            let last = fields["lastMessage"]
-            let lastId = last?["id"]?.intValue ?? 0
-            let lastSentAt = last?["sentAt"]?.intValue ?? 0
-            if lastId == Int64(m.id) || (Int64(m.sentAt), Int64(m.id)) > (lastSentAt, lastId) {
+            if lastId == Int64(m.id) || newerThanSummary {
                 fields["lastMessage"] = wire
                 changed = true
             }
@@ -106,7 +110,7 @@ enum RealtimeRows {
         let unread = fields["unreadMessageCount"]?.intValue ?? 0
         var newUnread = unread
         if newlyCached {
-            if countsAsUnread(m, me: me) { newUnread += 1 }
+            if countsAsUnread(m, me: me) && newerThanSummary { newUnread += 1 }
         } else if let previousFlags, previousFlags & MessageFlags.unread != 0, previousFlags & MessageFlags.deleted == 0,
                   m.parentMessageId == 0, m.senderUid != me, !countsAsUnread(m, me: me) {
             // Was unread, now deleted (or read): one fewer.
