@@ -85,8 +85,10 @@ extension OfflineVault {
             }) ?? false
             if wrote { scheduleEviction() }
         }
-        realtime.countIngested()
         deliverRealtime(parsed)
+        // Counted once its delivery is posted: a test that sees the count and then drains the
+        // executor has heard it.
+        realtime.countIngested()
     }
 
     /// Tells the message listeners (`onMessagesSynced`) and streams (`.synced`) about messages the
