@@ -45,6 +45,8 @@ final class RealtimeIngestTests: XCTestCase {
     func harness(configure: @escaping (OfflineConfig.Builder) -> Void = { _ in },
                  evictionDelay: Duration = .seconds(3600)) async throws -> OutboxHarness {
         let h = try OutboxHarness(configure: configure) { $0.evictionDelay = evictionDelay }
+        // Nothing of this engine keeps working past the test (writes, eviction runs).
+        addTeardownBlock { await h.vault.logout() }
         await h.login()
         try await waitUntil("connected") { h.client.isConnected }
         return h
@@ -271,6 +273,7 @@ final class RealtimeIngestTests: XCTestCase {
 
     func testADuplicateOrAnAlreadyCachedMessageIsUpdatedNotDuplicatedNorCountedTwice() async throws {
         let h = try OutboxHarness()
+        addTeardownBlock { await h.vault.logout() }
         // Sent while alice was away: a read's server phase caches it (and the conversation).
         let old = try h.simulator.postText("while away", from: "bob", to: .user("alice"))
         await h.login()
@@ -391,7 +394,7 @@ final class RealtimeIngestTests: XCTestCase {
         try h.simulator.addGroup("team", name: "Team", members: ["alice", "bob", "carol"])
         let recorder = MessageRecorder()
         h.vault.addMessageListener("recorder", recorder)
-        let id = try h.simulator.postText("hi team", from: "carol", to: .group("team"))
+        let id = try h.simulator.postText("hi team <@uid:alice>", from: "carol", to: .group("team"))
         _ = try await heard(1, recorder, h)
         let cached = await cachedConversations(h)
         let team = try XCTUnwrap(cached.first { $0.conversationId == "group_team" })
@@ -399,6 +402,7 @@ final class RealtimeIngestTests: XCTestCase {
         XCTAssertEqual((team.conversationWith as? Group)?.guid, "team")
         XCTAssertEqual(team.lastMessage?.id, id)
         XCTAssertEqual(team.unreadMessageCount, 1)
+        XCTAssertEqual(team.unreadMentionsCount, 1, "it mentions alice")
         let page = await MessagesRequest.MessageRequestBuilder(vault: h.vault).set(guid: "team").set(limit: 10).build().fetchPrevious()
         XCTAssertEqual(page.cached?.map(\.id), [id])
     }

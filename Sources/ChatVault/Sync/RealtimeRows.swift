@@ -118,6 +118,9 @@ enum RealtimeRows {
         }
         if newUnread != unread {
             fields["unreadMessageCount"] = .int(newUnread)
+            if newUnread > unread && m.mentionedMe {
+                fields["unreadMentionsCount"] = .int((fields["unreadMentionsCount"]?.intValue ?? 0) + 1)
+            }
             changed = true
         }
         guard changed else { return }
