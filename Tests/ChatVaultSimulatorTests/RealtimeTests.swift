@@ -39,6 +39,10 @@ final class RealtimeTests: SimulatorTestCase {
             case .messageReceived(let json): return "received \(json["id"]!.intValue!)"
             case .messageEdited(let json): return "edited \(json["id"]!.intValue!)"
             case .messageDeleted(let json): return "deleted \(json["id"]!.intValue!)"
+            case .reactionAdded(let json): return "reacted \(json["reaction"]?["messageId"]?.intValue ?? -1)"
+            case .reactionRemoved(let json): return "unreacted \(json["reaction"]?["messageId"]?.intValue ?? -1)"
+            case .messagesDelivered(let json): return "delivered \(json["messageId"]?.intValue ?? -1)"
+            case .messagesRead(let json): return "read \(json["messageId"]?.intValue ?? -1)"
             }
         }
     }
@@ -57,6 +61,38 @@ final class RealtimeTests: SimulatorTestCase {
         let events = try await next(6, of: bob)
         XCTAssertEqual(kinds(events), ["connected", "received \(id)", "received \(teamId)", "edited \(id)", "deleted \(id)", "disconnected"])
         if case .messageReceived(let json) = events[1] { XCTAssertEqual(json["mentionedMe"], true, "rendered for bob") }
+    }
+
+    func testEveryTruthWriteSendsAnEventReactionsAndReceiptsIncluded() async throws {
+        let bob = simulator.client(for: "bob")
+        let id = try simulator.postText("vote", from: "alice", to: .user("bob"))
+        try await bob.connect()
+        try simulator.react("👍", to: id, by: "alice")
+        try simulator.react("👍", to: id, by: "alice") // no change, no event
+        try simulator.unreact("👍", to: id, by: "alice")
+        try simulator.markDelivered(upTo: id, by: "bob")
+        try simulator.markRead(upTo: id, by: "bob")
+        try simulator.markRead(upTo: id, by: "bob") // receipts only move forward
+        try simulator.pin(id, by: "alice")
+        try simulator.unpin(id)
+        try simulator.save(id, for: "alice") // alice's own bookmark: bob hears nothing
+        try simulator.save(id, for: "bob")
+        await bob.disconnect()
+        let events = try await next(9, of: bob)
+        XCTAssertEqual(kinds(events), ["connected", "reacted \(id)", "unreacted \(id)", "delivered \(id)", "read \(id)",
+                                       "edited \(id)", "edited \(id)", "edited \(id)", "disconnected"])
+        guard case .reactionAdded(let added) = events[1] else { return XCTFail("expected a reaction") }
+        XCTAssertEqual(added["reaction"]?["uid"], "alice")
+        XCTAssertEqual(added["reaction"]?["reaction"], "👍")
+        XCTAssertEqual(added["receiverType"], "user")
+        XCTAssertEqual(added["message"]?["reactions"]?.arrayValue?.count, 1, "the message as it stands")
+        guard case .reactionRemoved(let removed) = events[2] else { return XCTFail("expected a removal") }
+        XCTAssertEqual(removed["message"]?["reactions"]?.arrayValue?.count ?? 0, 0)
+        guard case .messagesRead(let read) = events[4] else { return XCTFail("expected a read receipt") }
+        XCTAssertEqual(read["sender"]?["uid"], "bob")
+        XCTAssertEqual(read["receiverId"], "alice")
+        XCTAssertEqual(read["receiptType"], "read")
+        XCTAssertEqual(read["conversationId"], "alice_user_bob")
     }
 
     func testTheSendingDeviceDoesNotHearItsOwnSendButOtherDevicesDo() async throws {

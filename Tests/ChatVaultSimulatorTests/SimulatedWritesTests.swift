@@ -63,6 +63,10 @@ final class SimulatedWritesTests: SimulatorTestCase {
             case .messageReceived(let json): return "received \(json["id"]?.intValue ?? -1)"
             case .messageEdited(let json): return "edited \(json["id"]?.intValue ?? -1)"
             case .messageDeleted(let json): return "deleted \(json["id"]?.intValue ?? -1)"
+            case .reactionAdded(let json): return "reacted \(json["reaction"]?["messageId"]?.intValue ?? -1)"
+            case .reactionRemoved(let json): return "unreacted \(json["reaction"]?["messageId"]?.intValue ?? -1)"
+            case .messagesDelivered(let json): return "delivered \(json["messageId"]?.intValue ?? -1)"
+            case .messagesRead(let json): return "read \(json["messageId"]?.intValue ?? -1)"
             }
         }
     }
@@ -285,7 +289,7 @@ final class SimulatedWritesTests: SimulatorTestCase {
                           [ReactionCount(reaction: longest, count: 1, reactedByMe: true)])
     }
 
-    func testAReactionReachesTheOthersAsAnEditAndTheChangeLog() async throws {
+    func testAReactionReachesTheOthersAsAReactionEventAndTheChangeLog() async throws {
         let id = try simulator.postText("vote", from: "alice", to: .group("team"))
         let posted = Int64(clock.seconds)
         clock.advance(by: 1)
@@ -298,9 +302,11 @@ final class SimulatedWritesTests: SimulatorTestCase {
         await bob.disconnect()
         await assertEqual(kinds(try await next(2, of: bob)), ["connected", "disconnected"], "the reacting device hears nothing")
         let events = try await next(2, of: alice)
-        XCTAssertEqual(kinds(events), ["connected", "edited \(id)"])
-        guard case .messageEdited(let json) = events[1] else { return XCTFail("expected an edit") }
+        XCTAssertEqual(kinds(events), ["connected", "reacted \(id)"])
+        guard case .reactionAdded(let event) = events[1], let json = event["message"] else { return XCTFail("expected a reaction with its message") }
         XCTAssertEqual(try reactions(json), [ReactionCount(reaction: "🎉", count: 1, reactedByMe: false)], "rendered for alice")
+        XCTAssertEqual(event["reaction"]?["uid"], "bob")
+        XCTAssertEqual(event["conversationId"], "group_team")
 
         let changes = try await alice.changes(since: simulator.changeToken(at: posted), limit: 10).changes
         XCTAssertEqual(changes.count, 1, "the repeat recorded nothing")

@@ -417,7 +417,7 @@ final class ConversationReadTests: XCTestCase {
             let before = try h.cachedConversationIds()
             let carolBefore = try XCTUnwrap(try h.cachedConversationRow("alice_user_carol"))
             h.simulator.clock.advance(by: 5)
-            try h.simulator.postText("changed", from: "carol", to: .user("alice"))
+            try h.whileAway { try h.simulator.postText("changed", from: "carol", to: .user("alice")) }
             h.client.failNext(.conversations, with: .page { page in
                 var items = page.items
                 items[items.count - 1] = corrupt(items[items.count - 1])

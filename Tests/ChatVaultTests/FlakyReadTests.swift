@@ -79,6 +79,9 @@ final class FlakyRun {
     let simulator: ChatVaultSimulator
     let client: SimulatedClient
     let vault: OfflineVault
+    let callbacks = DispatchQueue(label: "tests.flaky")
+    /// What the realtime connection brought (written to the cache before it is heard).
+    let realtime = RealtimeVersions()
     private var bobIds: [Int] = []
     private var teamIds: [Int] = []
 
@@ -92,12 +95,31 @@ final class FlakyRun {
         teamIds = Array(try simulator.seedConversation(inGroup: "team", count: 90, endingAt: start - 1_000))
         client = simulator.client(for: "alice")
         var settings = VaultSettings(applicationId: "org.chatvault.flakytests", rootDirectory: root.path,
-                                     keyStorage: [.custom(keyStore)], callbackExecutor: .queue(DispatchQueue(label: "tests.flaky")),
+                                     keyStorage: [.custom(keyStore)], callbackExecutor: .queue(callbacks),
                                      retry: .manualOnly)
         let clock = self.clock
         settings.clock = { clock.date }
         settings.evictionDelay = .seconds(3600)
         vault = try OfflineVault(config: OfflineConfig.Builder().setEnabled(true).setEncryption(true).build(), settings: settings, backend: client)
+        vault.addMessageListener("realtime", realtime)
+    }
+
+    /// Records the version of each message the realtime connection delivered: the cache holds
+    /// what the server sent through reads and through the connection.
+    final class RealtimeVersions: CometChatMessageDelegate, @unchecked Sendable {
+        let versions = Mutex<[Int: String]>([:])
+        private func note(_ m: BaseMessage) { versions.withLock { $0[m.id] = FlakyRun.version(m) } }
+        func onTextMessageReceived(textMessage: TextMessage) { note(textMessage) }
+        func onMessageEdited(message: BaseMessage) { note(message) }
+        func onMessageDeleted(message: BaseMessage) { note(message) }
+    }
+
+    /// Waits until the engine has ingested the realtime event of a server change (if the
+    /// connection is up) and its listeners heard it.
+    private func settleRealtime(after count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(1)
+        while vault.realtime.ingestedEvents <= count && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        callbacks.sync {}
     }
 
     func play(fetches: Int, failureRate: Double, warmUpOnline: Bool = false,
@@ -127,11 +149,17 @@ final class FlakyRun {
             // The server changes now and then (through the simulator: no network involved).
             if i % 9 == 4 {
                 clock.advance(by: 30)
+                let ingested = vault.realtime.ingestedEvents
                 switch (i / 9) % 3 {
                 case 0: try simulator.postText("new \(i)", from: "bob", to: .user("alice"))
                 case 1: try simulator.edit(bobIds[bobIds.count - 1 - (i % 40)], to: .text("edited \(i)"))
                 default: try simulator.delete(teamIds[teamIds.count - 1 - (i % 30)])
                 }
+                // Over the realtime connection the change reaches the cache without a read (a
+                // new message is cached; a change to a message the cache lacks is not).
+                try await settleRealtime(after: ingested)
+                let cachedNow = try cachedVersions()
+                for (id, version) in realtime.versions.withLock({ $0 }) where cachedNow[id] != nil { received[id] = version }
             }
             let (name, request, direction): (String, MessagesRequest, PageDirection) = switch i % 5 {
             case 0: ("older with bob", olderWithBob, .previous)

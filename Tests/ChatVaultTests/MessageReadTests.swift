@@ -145,7 +145,7 @@ final class MessageReadTests: XCTestCase {
             let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 6))
             await h.login()
             _ = await h.messages { $0.set(uid: "bob") }.fetchPrevious()
-            try h.simulator.edit(ids[0], to: .text("changed"))
+            try h.whileAway { try h.simulator.edit(ids[0], to: .text("changed")) }
             h.client.failNext(.messages, with: .page { page in
                 var items = page.items
                 items[items.count - 1] = corrupt(items[items.count - 1])

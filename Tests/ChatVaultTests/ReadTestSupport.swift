@@ -38,6 +38,16 @@ final class ReadHarness {
         _ = await vault.login(userId: me)
     }
 
+    /// Changes the server's truth while this device is away, so the realtime connection does not
+    /// bring the change into the cache (for tests that the cache learns it only through a read).
+    @discardableResult
+    func whileAway<T>(_ change: () throws -> T) rethrows -> T {
+        let network = client.network
+        client.network = .offline
+        defer { client.network = network }
+        return try change()
+    }
+
     func messages(_ configure: (MessagesRequest.MessageRequestBuilder) -> Void) -> MessagesRequest {
         let builder = MessagesRequest.MessageRequestBuilder(vault: vault)
         configure(builder)

@@ -193,7 +193,7 @@ final class SingleItemReadTests: XCTestCase {
             let ids = try h.cachedConversationIds()
             let before = try XCTUnwrap(try h.cachedConversationRow("alice_user_bob"))
             h.simulator.clock.advance(by: 10)
-            try h.simulator.postText("later", from: "bob", to: .user("alice"))
+            try h.whileAway { try h.simulator.postText("later", from: "bob", to: .user("alice")) }
             h.client.failNext(.conversation, with: .payload(corrupt))
             XCTAssertEqual(lookUp(h, "bob", .user), ["cached alice_user_bob", "error ERROR_INVALID_SERVER_RESPONSE"], name)
             XCTAssertEqual(try h.cachedConversationIds(), ids, name)
@@ -324,7 +324,7 @@ final class SingleItemReadTests: XCTestCase {
             let ids = try world(h)
             await h.login()
             _ = await h.messages { $0.set(uid: "bob") }.fetchPrevious()
-            try h.simulator.edit(ids[0], to: .text("changed"))
+            try h.whileAway { try h.simulator.edit(ids[0], to: .text("changed")) }
             h.client.failNext(.message, with: .payload(corrupt))
             XCTAssertEqual(lookUp(h, message: ids[0]), ["cached \(ids[0])", "error ERROR_INVALID_SERVER_RESPONSE"], name)
             h.client.network = .offline

@@ -330,7 +330,7 @@ final class ThreadReadTests: XCTestCase {
             await h.login()
             _ = await h.threads { $0.set(participatedByMe: false) }.fetchNext()
             let before = try h.allCachedMessageIds()
-            let newReply = try h.simulator.postText("new", from: "bob", to: .group("team"), parentId: w.p2)
+            let newReply = try h.whileAway { try h.simulator.postText("new", from: "bob", to: .group("team"), parentId: w.p2) }
             h.client.failNext(.threads, with: .page { page in
                 var items = page.items
                 items[items.count - 1] = corrupt(items[items.count - 1])

@@ -118,6 +118,22 @@ public enum RealtimeEvent: Sendable, Equatable {
     case messageReceived(JSONValue)
     case messageEdited(JSONValue)
     case messageDeleted(JSONValue)
+    /// Someone reacted to a message. Wire shape (an object):
+    /// `{"reaction": {id, messageId, reaction, uid, reactedAt, reactedBy?},` (a reaction as the
+    /// reactions list renders it) `"receiverId", "receiverType": "user"|"group", "conversationId",
+    /// "parentMessageId"?, "message"?}`, where `message` is the reacted message as it now stands
+    /// (its reaction counts rendered for this device's user). Without `message` the cache is left
+    /// as it is (the next read brings the counts); listeners are told either way.
+    case reactionAdded(JSONValue)
+    /// A reaction was taken back; the same shape as `reactionAdded`.
+    case reactionRemoved(JSONValue)
+    /// A user's devices received a conversation up to a message. Wire shape (an object):
+    /// `{"messageId", "sender": {user}` (who received), `"receiverId", "receiverType",
+    /// "conversationId", "receiptType": "delivered", "timestamp", "deliveredAt"?, "readAt"?}`.
+    case messagesDelivered(JSONValue)
+    /// A user read a conversation up to a message; the shape of `messagesDelivered` with
+    /// `"receiptType": "read"`.
+    case messagesRead(JSONValue)
 }
 
 /// Downloaded media bytes.

@@ -139,7 +139,8 @@ extension OfflineVault {
                 switch event {
                 case .connected: self.linkConnected()
                 case .disconnected: self.linkDisconnected()
-                default: self.realtimeEvent(event)
+                // Awaited: one event's write commits before the next is taken (arrival order).
+                default: await self.realtimeEvent(event)
                 }
             }
         }
@@ -183,6 +184,9 @@ extension OfflineVault {
         if config.autoSendPendingOnReconnect { requestPass(all: true) }
     }
 
-    /// Realtime messages, edits and deletions (ingested by the sync work; ignored until then).
-    func realtimeEvent(_ event: RealtimeEvent) {}
+    /// Realtime messages, edits, deletions, reactions and receipts: validated, written to the
+    /// cache and delivered to the message listeners by the ingest engine (`RealtimeIngest`).
+    func realtimeEvent(_ event: RealtimeEvent) async {
+        await ingestRealtime(event)
+    }
 }

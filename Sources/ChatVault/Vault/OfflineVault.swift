@@ -84,6 +84,8 @@ public final class OfflineVault: Sendable {
     let uploads = UploadCore()
     /// The server session and realtime connection.
     let link = LinkCore()
+    /// Realtime ingest: validation, cache writes, message listeners and streams.
+    let realtime = RealtimeIngest()
     /// Background integrity checks of large caches, for `waitForIntegrityCheck`.
     let integrityChecks = IntegrityChecks()
     /// Login, logout, retries and clears run one at a time, in order, on this queue.

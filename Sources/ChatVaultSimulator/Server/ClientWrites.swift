@@ -112,15 +112,13 @@ extension ServerState {
 
     /// `viewer` gives (`present`) or takes back a reaction on message `id`. A reaction is 1…64
     /// UTF-8 bytes (400 `ERR_INVALID_REACTION`). When it changes anything, the other connected
-    /// devices get `.messageEdited`.
+    /// devices get `.reactionAdded` / `.reactionRemoved` (with the message as it now stands).
     mutating func react(_ reaction: String, on id: Int, present: Bool, by viewer: String, now: Int, excluding excludedClient: Int?) throws(BackendError) {
         _ = try visibleMessage(id, to: viewer)
         guard (1...Self.maxReactionBytes).contains(reaction.utf8.count) else {
             throw Self.rejected(400, "ERR_INVALID_REACTION", "a reaction must be 1 to 64 bytes of UTF-8")
         }
-        if setReaction(reaction, on: id, by: viewer, present: present, now: now) {
-            broadcast(messageId: id, excluding: excludedClient) { .messageEdited($0) }
-        }
+        setReactionAndBroadcast(reaction, on: id, by: viewer, present: present, now: now, excluding: excludedClient)
     }
 
     // MARK: Uploads

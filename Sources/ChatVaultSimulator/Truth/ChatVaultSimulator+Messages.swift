@@ -2,7 +2,9 @@ public import ChatVault
 
 /// Messages posted as any user, and everything that happens to them afterwards. Each change is
 /// stamped with the clock, recorded in the change log, and sent to the connected devices of the
-/// conversation's participants.
+/// conversation's participants: `.messageReceived`, `.messageEdited` (edits, tag and metadata
+/// updates, pins, interactions; a bookmark only to its user's devices), `.messageDeleted`,
+/// `.reactionAdded` / `.reactionRemoved`, `.messagesDelivered` / `.messagesRead`.
 extension ChatVaultSimulator {
     /// Posts a message from `sender` to a user or a group; returns its id.
     ///
@@ -104,7 +106,7 @@ extension ChatVaultSimulator {
             let m = try state.existing(id)
             guard state.canSee(message: m, viewer: uid) else { throw ServerState.rejected(403, "ERR_NOT_A_MEMBER", "\(uid) cannot see message \(id)") }
             guard !reaction.isEmpty else { return }
-            state.setReaction(reaction, on: id, by: uid, present: true, now: now)
+            state.setReactionAndBroadcast(reaction, on: id, by: uid, present: true, now: now)
         }
     }
 
@@ -114,7 +116,7 @@ extension ChatVaultSimulator {
     public func unreact(_ reaction: String, to id: Int, by uid: String) throws(SimulatorError) {
         try mutate { (state, now) throws(BackendError) in
             _ = try state.existing(id)
-            state.setReaction(reaction, on: id, by: uid, present: false, now: now)
+            state.setReactionAndBroadcast(reaction, on: id, by: uid, present: false, now: now)
         }
     }
 
@@ -128,6 +130,7 @@ extension ChatVaultSimulator {
                 $0.pinnedAt = now
                 $0.pinnedBy = uid
             }
+            state.broadcast(messageId: id) { .messageEdited($0) }
         }
     }
 
@@ -141,6 +144,7 @@ extension ChatVaultSimulator {
                 $0.pinnedAt = 0
                 $0.pinnedBy = nil
             }
+            state.broadcast(messageId: id) { .messageEdited($0) }
         }
     }
 
@@ -152,6 +156,7 @@ extension ChatVaultSimulator {
             let m = try state.existing(id)
             guard state.canSee(message: m, viewer: uid) else { throw ServerState.rejected(403, "ERR_NOT_A_MEMBER", "\(uid) cannot see message \(id)") }
             state.update(id, now: now, onlyFor: uid, bumpsRevision: false) { $0.saves[uid] = now }
+            state.broadcastEdit(messageId: id, onlyTo: uid)
         }
     }
 
@@ -162,6 +167,7 @@ extension ChatVaultSimulator {
         try mutate { (state, now) throws(BackendError) in
             _ = try state.existing(id)
             state.update(id, now: now, onlyFor: uid, bumpsRevision: false) { $0.saves[uid] = nil }
+            state.broadcastEdit(messageId: id, onlyTo: uid)
         }
     }
 
@@ -173,6 +179,7 @@ extension ChatVaultSimulator {
             let m = try state.existing(id)
             guard m.content.category == .interactive else { throw ServerState.rejected(400, "ERR_NOT_INTERACTIVE", "message \(id) is not interactive") }
             state.update(id, now: now) { $0.interactions.append(StoredInteraction(elementId: elementId, uid: uid, at: now)) }
+            state.broadcast(messageId: id) { .messageEdited($0) }
         }
     }
 
@@ -181,11 +188,11 @@ extension ChatVaultSimulator {
     ///
     ///     try simulator.markRead(upTo: id, by: "bob")
     public func markRead(upTo id: Int, by uid: String) throws(SimulatorError) {
-        try mutate { (state, now) throws(BackendError) in try state.markReceipt(read: true, upTo: id, by: uid, now: now) }
+        try mutate { (state, now) throws(BackendError) in try state.markReceiptAndBroadcast(read: true, upTo: id, by: uid, now: now) }
     }
 
     /// `uid`'s devices got the conversation up to message `id` now (`deliveredToMeAt`, `deliveredAt`).
     public func markDelivered(upTo id: Int, by uid: String) throws(SimulatorError) {
-        try mutate { (state, now) throws(BackendError) in try state.markReceipt(read: false, upTo: id, by: uid, now: now) }
+        try mutate { (state, now) throws(BackendError) in try state.markReceiptAndBroadcast(read: false, upTo: id, by: uid, now: now) }
     }
 }

@@ -1,0 +1,143 @@
+import Foundation
+import Synchronization
+import VaultStore
+
+/// The realtime ingest engine: validates each event the connection delivers, writes it to the
+/// cache in one transaction, then tells the message listeners and streams, one event at a time in
+/// arrival order (the next event is taken only once this one's write has committed).
+///
+/// An event that fails validation is dropped and counted (`droppedEvents`); it never stops the
+/// stream. A failed write (a busy or full disk) leaves the cache as it was; the event is still
+/// delivered (the next read brings the server's version).
+final class RealtimeIngest: Sendable {
+    let listeners = ListenerRegistry<any CometChatMessageDelegate>()
+
+    private struct State {
+        var dropped = 0
+        var ingested = 0
+        var nextStream = 0
+        var streams: [Int: AsyncStream<MessageEvent>.Continuation] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// Events refused by validation since the engine was made.
+    var droppedEvents: Int { state.withLock { $0.dropped } }
+    /// Events validated and delivered since the engine was made.
+    var ingestedEvents: Int { state.withLock { $0.ingested } }
+
+    func countDropped() { state.withLock { $0.dropped += 1 } }
+    func countIngested() { state.withLock { $0.ingested += 1 } }
+
+    /// A new stream of message events; it ends when the consumer stops iterating.
+    func stream() -> AsyncStream<MessageEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: MessageEvent.self, bufferingPolicy: .unbounded)
+        let id = state.withLock { s -> Int in
+            s.nextStream += 1
+            s.streams[s.nextStream] = continuation
+            return s.nextStream
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.streams.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func yield(_ event: MessageEvent) {
+        let continuations = state.withLock { Array($0.streams.sorted { $0.key < $1.key }.map(\.value)) }
+        for continuation in continuations { continuation.yield(event) }
+    }
+}
+
+extension OfflineVault {
+    /// Events refused by realtime validation (for tests and tools).
+    package var droppedRealtimeEvents: Int { realtime.droppedEvents }
+
+    /// Validates, writes and delivers one realtime event (the link's event loop awaits it).
+    func ingestRealtime(_ event: RealtimeEvent) async {
+        // Events that reach no logged-in user (after logout) go nowhere.
+        guard let me = userId else { return }
+        let parsed: RealtimeWire.Parsed
+        do {
+            guard let p = try RealtimeWire.parse(event, limits: wireLimits) else { return }
+            parsed = p
+        } catch {
+            realtime.countDropped()
+            return
+        }
+        switch parsed {
+        case .received(_, let m), .edited(_, let m), .deleted(_, let m):
+            m.messageStatus = MessageRows.status(of: m, me: me)
+            m.source = .realtime
+        case .reaction(_, let event, _):
+            if let m = event.message {
+                m.messageStatus = MessageRows.status(of: m, me: me)
+                m.source = .realtime
+            }
+        case .receipt:
+            break
+        }
+        if let cache = cache(of: me) {
+            let limits = wireLimits
+            let wrote = (try? await cache.writer.run { db -> Bool in
+                try db.transaction { try RealtimeRows.apply(parsed, me: me, limits: limits, in: db) }
+                return true
+            }) ?? false
+            if wrote { scheduleEviction() }
+        }
+        deliverRealtime(parsed)
+        // Counted once its delivery is posted: a test that sees the count and then drains the
+        // executor has heard it.
+        realtime.countIngested()
+    }
+
+    /// Tells the message listeners (`onMessagesSynced`) and streams (`.synced`) about messages the
+    /// catch-up sync wrote, after its page committed. For the sync engine.
+    func deliverSynced(_ messages: [BaseMessage]) {
+        guard !messages.isEmpty else { return }
+        for m in messages { m.source = .sync }
+        let listeners = realtime.listeners.live()
+        let ingest = realtime
+        settings.callbackExecutor.execute {
+            for listener in listeners { Self.tell(listener, .synced(messages)) }
+            ingest.yield(.synced(messages))
+        }
+    }
+
+    private func deliverRealtime(_ parsed: RealtimeWire.Parsed) {
+        let listeners = realtime.listeners.live()
+        let event: MessageEvent
+        switch parsed {
+        case .received(_, let m): event = .received(m)
+        case .edited(_, let m): event = .edited(m)
+        case .deleted(_, let m): event = .deleted(m)
+        case .reaction(let added, let e, _): event = added ? .reactionAdded(e) : .reactionRemoved(e)
+        case .receipt(let r): event = r.receiptType == .read ? .read(r) : .delivered(r)
+        }
+        let ingest = realtime
+        settings.callbackExecutor.execute {
+            for listener in listeners { Self.tell(listener, event) }
+            ingest.yield(event)
+        }
+    }
+
+    static func tell(_ listener: any CometChatMessageDelegate, _ event: MessageEvent) {
+        switch event {
+        case .received(let m):
+            switch m {
+            case let text as TextMessage: listener.onTextMessageReceived(textMessage: text)
+            case let media as MediaMessage: listener.onMediaMessageReceived(mediaMessage: media)
+            case let custom as CustomMessage: listener.onCustomMessageReceived(customMessage: custom)
+            case let interactive as InteractiveMessage: listener.onInteractiveMessageReceived(interactiveMessage: interactive)
+            default: break
+            }
+        case .edited(let m): listener.onMessageEdited(message: m)
+        case .deleted(let m): listener.onMessageDeleted(message: m)
+        case .reactionAdded(let e): listener.onMessageReactionAdded(reactionEvent: e)
+        case .reactionRemoved(let e): listener.onMessageReactionRemoved(reactionEvent: e)
+        case .delivered(let r): listener.onMessagesDelivered(receipt: r)
+        case .read(let r): listener.onMessagesRead(receipt: r)
+        case .synced(let messages): listener.onMessagesSynced(messages)
+        }
+    }
+}
