@@ -62,7 +62,7 @@ final class HostilePayloadTests: XCTestCase {
         await h.login()
         _ = await h.messages { $0.set(uid: "bob") }.fetchPrevious()
         XCTAssertEqual(try h.cachedIds("alice_user_bob"), ids, name, file: file, line: line)
-        try h.simulator.edit(ids[0], to: .text("changed"))
+        try h.whileAway { try h.simulator.edit(ids[0], to: .text("changed")) }
         h.client.failNext(.messages, with: .page { page in
             var items = page.items
             items[items.count - 1] = corrupt(items[items.count - 1])

@@ -41,7 +41,8 @@ public final class CacheKey: @unchecked Sendable, CustomStringConvertible, Custo
 
     /// A fresh key from OpenSSL's `RAND_bytes`, whose DRBG is seeded from the kernel (`getrandom`).
     public static func generate() throws(KeyMaterialError) -> CacheKey {
-        try CacheKey { (buffer) throws(KeyMaterialError) in
+        OpenSSLLifetime.ensure()
+        return try CacheKey { (buffer) throws(KeyMaterialError) in
             // OpenSSL 3's default DRBG is seeded from getrandom(2) and reseeds itself.
             guard let base = buffer.baseAddress,
                   RAND_bytes(base.assumingMemoryBound(to: UInt8.self), Int32(buffer.count)) == 1 else {

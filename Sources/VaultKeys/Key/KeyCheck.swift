@@ -7,6 +7,7 @@ extension CacheKey {
     /// It proves a stored key right or wrong for a cache without touching the database, and reveals
     /// nothing about the key (HMAC is a PRF). Kept in the plaintext manifest.
     public func checkValue(cacheId: String) -> String {
+        OpenSSLLifetime.ensure()
         let message = Array("ChatVault key check v1|\(cacheId)".utf8)
         var mac = [UInt8](repeating: 0, count: 32)
         var macLength: UInt32 = 0

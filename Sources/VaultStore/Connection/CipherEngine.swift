@@ -36,6 +36,7 @@ public struct CipherEngine: Sendable, Equatable {
 
     static func probe() -> CipherEngine {
         var db: OpaquePointer?
+        OpenSSLLifetime.ensure()
         guard sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK, let db else {
             sqlite3_close_v2(db)
             return CipherEngine(version: nil, cipherName: nil, sqliteVersion: String(cString: sqlite3_libversion()))

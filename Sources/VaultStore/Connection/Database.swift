@@ -32,6 +32,7 @@ public final class Database {
     init(path: String, flags: Int32, faults: FaultInjector?) throws(DatabaseError) {
         self.path = path
         self.faults = faults
+        OpenSSLLifetime.ensure()
         var db: SQLiteConnection?
         var rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
         if rc == SQLITE_OK, let injected = faults?(.open, path) { rc = injected }
