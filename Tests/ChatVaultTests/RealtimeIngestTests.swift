@@ -422,4 +422,22 @@ final class RealtimeIngestTests: XCTestCase {
         let page = await cachedMessages(h)
         XCTAssertEqual(page.map(\.id), Array(ids.suffix(5)), "the newest stay")
     }
+
+    func testTheConversationCapHoldsForConversationsCreatedByIngest() async throws {
+        let h = try await harness(configure: { $0.setMaxConversations(2) }, evictionDelay: .milliseconds(20))
+        let recorder = MessageRecorder()
+        h.vault.addMessageListener("recorder", recorder)
+        for (i, peer) in ["bob", "carol", "dave"].enumerated() {
+            h.clock.advance(by: 60)
+            _ = try h.simulator.postText("hello \(i)", from: peer, to: .user("alice"))
+        }
+        _ = try await heard(3, recorder, h)
+        try await waitUntil("eviction ran") { try self.rowCount(h, h.conversationId(with: "bob")) == 0 }
+        h.client.network = .offline
+        let kept = await cachedConversations(h)
+        XCTAssertEqual(kept.compactMap(\.conversationId).sorted(), [h.conversationId(with: "carol"), h.conversationId(with: "dave")].sorted(),
+                       "the least recently active conversation went, with its messages")
+        XCTAssertEqual(try rowCount(h, h.conversationId(with: "carol")), 1)
+        XCTAssertEqual(try rowCount(h, h.conversationId(with: "dave")), 1)
+    }
 }
