@@ -1,8 +1,8 @@
 /// Validation of realtime events (the shapes are documented on `RealtimeEvent`): everything a
-/// `WireDecoder` checks, plus a bound on the event as a whole (its unknown fields are kept in the
-/// cached payload, so they count too). Nothing here traps on hostile input: numbers beyond 2^53,
-/// wrong types, missing fields, deep nesting and oversize events are refused as `WireError`s,
-/// which name the field, never the value.
+/// `WireDecoder` checks, which includes the bound on each event as a whole (`WireLimits.maxItemBytes`
+/// and the item depth, unknown fields counted: they are kept in the cached payload). Nothing here
+/// traps on hostile input: numbers beyond 2^53, wrong types, missing fields, deep nesting and
+/// oversize events are refused as `WireError`s, which name the field, never the value.
 enum RealtimeWire {
     /// What one realtime event says, validated.
     enum Parsed: Sendable {
@@ -14,13 +14,6 @@ enum RealtimeWire {
         case receipt(MessageReceipt)
     }
 
-    /// The largest event accepted, encoded: a message's text and a few free-form fields, with room
-    /// for the rest.
-    static func maxEventBytes(_ limits: WireLimits) -> Int {
-        let (sum, overflow) = limits.maxTextBytes.addingReportingOverflow(limits.maxFreeformBytes.multipliedReportingOverflow(by: 3).partialValue)
-        return overflow ? Int.max : max(sum + 64 * 1024, 1 << 20)
-    }
-
     /// Validates one event; nil for `.connected` / `.disconnected` (not content).
     static func parse(_ event: RealtimeEvent, limits: WireLimits) throws(WireError) -> Parsed? {
         let decoder = WireDecoder(limits: limits)
@@ -28,27 +21,20 @@ enum RealtimeWire {
         case .connected, .disconnected:
             return nil
         case .messageReceived(let value):
-            try checkShape(value, entity: "message", limits: limits)
             return .received(value, try serverMessage(value, decoder))
         case .messageEdited(let value):
-            try checkShape(value, entity: "message", limits: limits)
             return .edited(value, try serverMessage(value, decoder))
         case .messageDeleted(let value):
-            try checkShape(value, entity: "message", limits: limits)
             return .deleted(value, try serverMessage(value, decoder))
         case .reactionAdded(let value):
-            try checkShape(value, entity: "reaction event", limits: limits)
             let (event, wire) = try reactionEvent(value, decoder)
             return .reaction(added: true, event, messageWire: wire)
         case .reactionRemoved(let value):
-            try checkShape(value, entity: "reaction event", limits: limits)
             let (event, wire) = try reactionEvent(value, decoder)
             return .reaction(added: false, event, messageWire: wire)
         case .messagesDelivered(let value):
-            try checkShape(value, entity: "receipt", limits: limits)
             return .receipt(try receipt(value, expected: .delivered, decoder))
         case .messagesRead(let value):
-            try checkShape(value, entity: "receipt", limits: limits)
             return .receipt(try receipt(value, expected: .read, decoder))
         }
     }
@@ -98,37 +84,5 @@ enum RealtimeWire {
                               conversationId: try f.requiredIdentifier("conversationId"), receiptType: type, timestamp: timestamp,
                               deliveredAt: try f.double("deliveredAt") ?? (type == .delivered ? timestamp : 0),
                               readAt: try f.double("readAt") ?? (type == .read ? timestamp : 0))
-    }
-
-    /// The event as a whole: an object, nested no deeper than free-form JSON may be (with room for
-    /// the entity's own levels), and no larger than `maxEventBytes`. Iterative: a hostile nesting
-    /// cannot exhaust the stack before it is refused.
-    static func checkShape(_ value: JSONValue, entity: String, limits: WireLimits) throws(WireError) {
-        guard case .object = value else { throw WireError(entity: entity, field: "(root)", problem: .wrongType(expected: "an object")) }
-        let maxDepth = limits.maxDepth + 8
-        let maxNodes = limits.maxListCount * 64 + 4096
-        var stack: [(JSONValue, Int)] = [(value, 1)]
-        var nodes = 0
-        var bytes = 0
-        let cap = maxEventBytes(limits)
-        while let (node, depth) = stack.popLast() {
-            nodes += 1
-            guard depth <= maxDepth else { throw WireError(entity: entity, field: "(root)", problem: .invalid("nested too deeply")) }
-            guard nodes <= maxNodes else { throw WireError(entity: entity, field: "(root)", problem: .tooMany(limit: maxNodes)) }
-            switch node {
-            case .array(let items):
-                for item in items { stack.append((item, depth + 1)) }
-            case .object(let fields):
-                for (key, item) in fields {
-                    bytes += key.utf8.count
-                    stack.append((item, depth + 1))
-                }
-            case .string(let s):
-                bytes += s.utf8.count
-            default:
-                bytes += 9
-            }
-            guard bytes <= cap else { throw WireError(entity: entity, field: "(root)", problem: .tooLong(limit: cap)) }
-        }
     }
 }
