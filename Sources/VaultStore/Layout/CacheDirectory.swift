@@ -70,6 +70,12 @@ public struct CacheDirectory: Sendable, Equatable {
         return total
     }
 
+    /// The size of the file at `path` (0 when there is none; a symlink is not followed).
+    static func fileSize(_ path: String) -> Int64 {
+        var st = stat()
+        return lstat(path, &st) == 0 ? Int64(st.st_size) : 0
+    }
+
     /// Removes a file; a missing file is fine.
     static func remove(_ file: String) {
         unlink(file)

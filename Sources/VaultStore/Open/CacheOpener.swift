@@ -318,7 +318,7 @@ struct OpenProcedure {
         var options = config.connection
         options.create = creating
         let writer = try DatabaseQueue(path: dir.database, keying: keying, options: options, label: "writer")
-        let size = fileSize(dir.database) + fileSize(dir.wal)
+        let size = CacheDirectory.fileSize(dir.database) + CacheDirectory.fileSize(dir.wal)
         // A migration writes into the file: never into a damaged one. Check first then, whatever
         // the size (migrations are rare); otherwise small caches are checked now, large ones in
         // the background.
@@ -516,11 +516,6 @@ struct OpenProcedure {
         KeyItemID(applicationId: config.applicationId, account: config.account, cacheId: cacheId)
     }
 
-    func fileSize(_ path: String) -> Int64 {
-        var st = stat()
-        return lstat(path, &st) == 0 ? Int64(st.st_size) : 0
-    }
-
     /// After a failed open (a full disk…), removes the `-wal` and `-shm` this open created and that
     /// hold nothing, so a transient failure leaves the directory as it found it. A `-wal` with
     /// content is never touched (it may hold commits); the `-shm`, only an index of the `-wal`
@@ -532,8 +527,8 @@ struct OpenProcedure {
             var st = stat()
             return lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG
         }
-        if !before.contains(dir.wal), isRegular(dir.wal), fileSize(dir.wal) == 0 { CacheDirectory.remove(dir.wal) }
-        if !before.contains(dir.shm), isRegular(dir.shm), fileSize(dir.wal) == 0 { CacheDirectory.remove(dir.shm) }
+        if !before.contains(dir.wal), isRegular(dir.wal), CacheDirectory.fileSize(dir.wal) == 0 { CacheDirectory.remove(dir.wal) }
+        if !before.contains(dir.shm), isRegular(dir.shm), CacheDirectory.fileSize(dir.wal) == 0 { CacheDirectory.remove(dir.shm) }
     }
 
     /// A `cache.db.next` left by an interrupted encryption change is never needed: the old

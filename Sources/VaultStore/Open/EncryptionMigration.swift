@@ -131,7 +131,7 @@ extension OpenProcedure {
         var fs = statvfs()
         guard statvfs(dir.path, &fs) == 0 else { return }
         let free = Int64(fs.f_bavail) * Int64(fs.f_frsize)
-        let needed = 2 * (fileSize(dir.database) + fileSize(dir.wal)) + (1 << 20)
+        let needed = 2 * (CacheDirectory.fileSize(dir.database) + CacheDirectory.fileSize(dir.wal)) + (1 << 20)
         if free < needed {
             notes.append("the encryption change needs about \(needed >> 10) KiB free; \(free >> 10) KiB are")
             throw OpenStop.unavailable(.diskFull)

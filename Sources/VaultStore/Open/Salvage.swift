@@ -104,7 +104,7 @@ enum Salvage {
         case .encrypted(_, let profile): pageSize = profile.pageSize
         case .plaintext: pageSize = plaintextPageSize(copy) ?? 4096
         }
-        let size = fileSize(copy)
+        let size = CacheDirectory.fileSize(copy)
         if size % Int64(pageSize) != 0 {
             _ = truncate(copy, off_t((size / Int64(pageSize) + 1) * Int64(pageSize)))
             result.notes.append("salvage: the database file ended inside a page (truncated); it was zero-extended")
@@ -120,7 +120,7 @@ enum Salvage {
             // SQLite refuses a file shorter than the page count its header records: extend the
             // copy to it (sparse, costs no space); the missing pages read as blank.
             let wanted = Int64(pages) * Int64(pageSize)
-            let current = fileSize(copy)
+            let current = CacheDirectory.fileSize(copy)
             if wanted > current && wanted <= 64 * current + (64 << 20) {
                 _ = truncate(copy, off_t(wanted))
                 result.notes.append("salvage: the database file was shorter than its \(pages) pages (truncated); the missing pages read as blank")
@@ -415,10 +415,6 @@ enum Salvage {
         return be32(28)
     }
 
-    static func fileSize(_ path: String) -> Int64 {
-        var st = stat()
-        return lstat(path, &st) == 0 ? Int64(st.st_size) : 0
-    }
 
     /// The page size a plaintext header records (bytes 16–17, big-endian; 1 means 65536).
     static func plaintextPageSize(_ path: String) -> Int? {
