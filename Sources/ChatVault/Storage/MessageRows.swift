@@ -138,10 +138,16 @@ package enum MessageRows {
     }
 
     /// Inserts or updates a server message (by server id), keeping its local id when it has one.
+    /// `messages.source`: 1 for a message the catch-up sync brought, 0 otherwise.
+    static func sourceCode(_ source: MessageSource) -> Int64 { source == .sync ? 1 : 0 }
+
+    /// The `MessageSource` a `messages.source` value stands for.
+    static func source(code: Int) -> MessageSource { code == 1 ? .sync : .realtime }
+
     static func upsert(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, in db: Database) throws {
         let payload = DatabaseValue.blob(BinaryJSON.encode(wire))
         let status = Int64(statusCodes.firstIndex(of: status(of: m, me: me)) ?? 2)
-        let sourceCode: Int64 = source == .sync ? 1 : 0
+        let sourceCode = Self.sourceCode(source)
         let flags = MessageFlags.of(m, me: me)
         let values: [DatabaseValue] = [
             .text(m.conversationId), .int(Int64(m.parentMessageId)), .text(m.senderUid), .text(m.receiverUid),
@@ -174,7 +180,7 @@ package enum MessageRows {
         let message = try decoder.message(try BinaryJSON.decode(bytes))
         let status = stmt.int(1)
         message.messageStatus = statusCodes.indices.contains(status) ? statusCodes[status] : .sent
-        message.source = stmt.int(2) == 1 ? .sync : .realtime
+        message.source = source(code: stmt.int(2))
         if let local = stmt.text(3) { message.localMessageId = local }
         return message
     }

@@ -60,7 +60,7 @@ enum RealtimeRows {
         try stmt.bind([.int(Int64(serverId))])
         defer { stmt.reset() }
         guard try stmt.step() else { return nil }
-        return CachedRow(source: stmt.int(0) == 1 ? .sync : .realtime, flags: stmt.int64(1))
+        return CachedRow(source: MessageRows.source(code: stmt.int(0)), flags: stmt.int64(1))
     }
 
     /// Whether a message becomes its conversation's last message (as the server lists it).
@@ -164,7 +164,6 @@ enum RealtimeRows {
     static func applyReceipt(_ receipt: MessageReceipt, me: String, limits: WireLimits, in db: Database) throws {
         let at = receipt.receiptType == .read ? receipt.readAt : receipt.deliveredAt
         let time: JSONValue = .double(at > 0 ? at : receipt.timestamp)
-        let trusted = WireDecoder(limits: limits, trusted: true)
         if receipt.sender.uid == me {
             // The user's own receipt, from another device.
             guard receipt.receiptType == .read else { return }
@@ -172,17 +171,11 @@ enum RealtimeRows {
                 SELECT payload, source FROM messages WHERE conversation_id = ? AND server_id IS NOT NULL AND server_id <= ?
                     AND sender_id <> ? AND (flags & \(MessageFlags.unread)) <> 0
                 """, [.text(receipt.conversationId), .int(Int64(receipt.messageId)), .text(me)], in: db)
-            var nowRead = 0
-            for (payload, source) in rows {
-                guard case .object(var fields) = payload else { continue }
+            let read = try rewrite(rows, me: me, limits: limits, in: db) { fields in
                 fields["readByMeAt"] = time
                 if fields["deliveredToMeAt"]?.doubleValue ?? 0 == 0 { fields["deliveredToMeAt"] = time }
-                let wire = JSONValue.object(fields)
-                let m = try trusted.message(wire)
-                if m.parentMessageId == 0 && m.deletedAt == 0 { nowRead += 1 }
-                try MessageRows.upsert(wire, m, me: me, source: source, in: db)
-                try refreshLastMessage(wire, m, limits: limits, in: db)
             }
+            let nowRead = read.filter { $0.parentMessageId == 0 && $0.deletedAt == 0 }.count
             guard var fields = try conversationFields(receipt.conversationId, in: db) else { return }
             let unread = fields["unreadMessageCount"]?.intValue ?? 0
             let lastId = fields["lastMessage"]?["id"]?.intValue ?? 0
@@ -200,15 +193,29 @@ enum RealtimeRows {
             SELECT payload, source FROM messages WHERE conversation_id = ? AND server_id IS NOT NULL AND server_id <= ?
                 AND sender_id = ? AND status < ?
             """, [.text(receipt.conversationId), .int(Int64(receipt.messageId)), .text(me), .int(Int64(target))], in: db)
-        for (payload, source) in rows {
-            guard case .object(var fields) = payload else { continue }
+        _ = try rewrite(rows, me: me, limits: limits, in: db) { fields in
             if receipt.receiptType == .read { fields["readAt"] = time }
             if fields["deliveredAt"]?.doubleValue ?? 0 == 0 { fields["deliveredAt"] = time }
+        }
+    }
+
+    /// Rewrites cached messages (`rows` as `select` reads them) with `change` applied to their
+    /// payload fields, keeping each one's source, and their conversation's last message with them.
+    /// Returns the rewritten messages.
+    private static func rewrite(_ rows: [(JSONValue, MessageSource)], me: String, limits: WireLimits, in db: Database,
+                                _ change: (inout [String: JSONValue]) -> Void) throws -> [BaseMessage] {
+        let trusted = WireDecoder(limits: limits, trusted: true)
+        var rewritten: [BaseMessage] = []
+        for (payload, source) in rows {
+            guard case .object(var fields) = payload else { continue }
+            change(&fields)
             let wire = JSONValue.object(fields)
             let m = try trusted.message(wire)
             try MessageRows.upsert(wire, m, me: me, source: source, in: db)
             try refreshLastMessage(wire, m, limits: limits, in: db)
+            rewritten.append(m)
         }
+        return rewritten
     }
 
     private static func select(_ sql: String, _ values: [DatabaseValue], in db: Database) throws -> [(JSONValue, MessageSource)] {
@@ -217,7 +224,7 @@ enum RealtimeRows {
         var out: [(JSONValue, MessageSource)] = []
         while try stmt.step() {
             guard let bytes = stmt.blob(0), let payload = try? BinaryJSON.decode(bytes) else { continue }
-            out.append((payload, stmt.int(1) == 1 ? .sync : .realtime))
+            out.append((payload, MessageRows.source(code: stmt.int(1))))
         }
         return out
     }

@@ -226,7 +226,7 @@ extension OfflineVault {
     private static func replaceCached(_ wire: JSONValue, _ message: BaseMessage, me: String, in db: Database) throws -> Bool {
         try db.transaction {
             guard let source = try db.scalarInt("SELECT source FROM messages WHERE server_id = ?", .int(Int64(message.id))) else { return false }
-            try MessageRows.upsert(wire, message, me: me, source: source == 1 ? .sync : .realtime, in: db)
+            try MessageRows.upsert(wire, message, me: me, source: MessageRows.source(code: Int(clamping: source)), in: db)
             return true
         }
     }
