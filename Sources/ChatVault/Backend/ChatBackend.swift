@@ -210,6 +210,13 @@ public protocol ChatBackend: Sendable {
     /// that is not a token of this backend: 400 `ERR_SYNC_TOKEN_INVALID` (both:
     /// `BackendError.isSyncTokenRejected`). Never a crash, whatever the string.
     func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage
+    /// The change log's current end, without the changes before it: a page with no changes whose
+    /// `nextToken` resumes after everything the server has logged so far and whose `serverTime`
+    /// is the server's clock. The first sync of a new cache starts here (it has nothing to catch
+    /// up to). The default implementation pages `changes(since: nil, …)` to its end and drops
+    /// what it reads; a backend that can answer directly (the simulator; a Matrix homeserver's
+    /// initial sync with an empty timeline filter) should.
+    func latestSyncPoint() async throws(BackendError) -> ChangeLogPage
 
     // Media
     func downloadMedia(url: String) async throws(BackendError) -> MediaDownload
@@ -223,4 +230,18 @@ public protocol ChatBackend: Sendable {
     /// (across logout and login), iterated by one engine at a time; `.connected` and
     /// `.disconnected` mark each connection.
     var events: AsyncStream<RealtimeEvent> { get }
+}
+
+extension ChatBackend {
+    public func latestSyncPoint() async throws(BackendError) -> ChangeLogPage {
+        var token: String?
+        // Bounded: a backend that never reaches the end of its log is a fault, not a loop.
+        for _ in 0..<100_000 {
+            let page = try await changes(since: token, limit: 1000)
+            if !page.hasMore { return ChangeLogPage(changes: [], nextToken: page.nextToken, serverTime: page.serverTime, hasMore: false) }
+            guard page.nextToken != token else { break }
+            token = page.nextToken
+        }
+        throw .server(status: 500, code: "ERR_SYNC_LOG_UNBOUNDED", message: "the change log did not reach its end")
+    }
 }

@@ -80,7 +80,7 @@ extension OfflineVault {
         if let cache = cache(of: me) {
             let limits = wireLimits
             let wrote = (try? await cache.writer.run { db -> Bool in
-                try db.transaction { try RealtimeRows.apply(parsed, me: me, limits: limits, in: db) }
+                _ = try db.transaction { try RealtimeRows.apply(parsed, me: me, limits: limits, in: db) }
                 return true
             }) ?? false
             if wrote { scheduleEviction() }

@@ -22,13 +22,24 @@ import VaultStore
 enum RealtimeRows {
     /// - Parameter source: how a message new to the cache arrived (`.realtime` here; the catch-up
     ///   sync can reuse this path with `.sync`).
+    /// What `apply` did to the message rows.
+    enum Written: Sendable, Equatable {
+        /// Nothing (an echo the outbox owns, a change to a message the cache does not hold, a receipt).
+        case nothing
+        /// A message new to the cache was written.
+        case inserted
+        /// A cached message was rewritten in place (keeping how it first arrived).
+        case updated
+    }
+
+    @discardableResult
     static func apply(_ parsed: RealtimeWire.Parsed, me: String, limits: WireLimits, source: MessageSource = .realtime,
-                      in db: Database) throws {
+                      in db: Database) throws -> Written {
         switch parsed {
         case .received(let wire, let m):
             if let local = m.localMessageId {
                 // An echo of our own send before its acknowledgement: the outbox writes it.
-                if m.senderUid == me, try db.scalarInt("SELECT 1 FROM outbox WHERE local_id = ?", .text(local)) != nil { return }
+                if m.senderUid == me, try db.scalarInt("SELECT 1 FROM outbox WHERE local_id = ?", .text(local)) != nil { return .nothing }
                 // A local id another cached message holds is not taken over (it is unique).
                 if try db.scalarInt("SELECT 1 FROM messages WHERE local_id = ? AND server_id IS NOT ?", .text(local), .int(Int64(m.id))) != nil {
                     m.localMessageId = nil
@@ -37,16 +48,20 @@ enum RealtimeRows {
             let existing = try cachedRow(m.id, in: db)
             try MessageRows.upsert(wire, m, me: me, source: existing?.source ?? source, in: db)
             try touchConversation(wire, m, newlyCached: existing == nil, previousFlags: existing?.flags, me: me, limits: limits, in: db)
+            return existing == nil ? .inserted : .updated
         case .edited(let wire, let m), .deleted(let wire, let m):
-            guard let existing = try cachedRow(m.id, in: db) else { return }
+            guard let existing = try cachedRow(m.id, in: db) else { return .nothing }
             try MessageRows.upsert(wire, m, me: me, source: existing.source, in: db)
             try touchConversation(wire, m, newlyCached: false, previousFlags: existing.flags, me: me, limits: limits, in: db)
+            return .updated
         case .reaction(_, let event, let wire):
-            guard let wire, let m = event.message, let existing = try cachedRow(m.id, in: db) else { return }
+            guard let wire, let m = event.message, let existing = try cachedRow(m.id, in: db) else { return .nothing }
             try MessageRows.upsert(wire, m, me: me, source: existing.source, in: db)
             try touchConversation(wire, m, newlyCached: false, previousFlags: existing.flags, me: me, limits: limits, in: db)
+            return .updated
         case .receipt(let receipt):
             try applyReceipt(receipt, me: me, limits: limits, in: db)
+            return .nothing
         }
     }
 

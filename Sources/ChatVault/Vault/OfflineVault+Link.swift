@@ -179,9 +179,12 @@ extension OfflineVault {
         if let generation { startLinkLoop(generation: generation, delayFirst: true) }
     }
 
-    /// The connection has held: flush the outbox (when auto-send is on).
+    /// The connection has held: flush the outbox (when auto-send is on), then catch up (the
+    /// sweep waits for the flush, at most `SyncSettings.flushWait`). The sweep runs whether or
+    /// not auto-send is on.
     func connectionBecameStable() {
         if config.autoSendPendingOnReconnect { requestPass(all: true) }
+        if openCache != nil { requestSweep(.reconnect) }
     }
 
     /// Realtime messages, edits, deletions, reactions and receipts: validated, written to the

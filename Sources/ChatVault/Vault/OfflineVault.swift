@@ -86,6 +86,8 @@ public final class OfflineVault: Sendable {
     let link = LinkCore()
     /// Realtime ingest: validation, cache writes, message listeners and streams.
     let realtime = RealtimeIngest()
+    /// The catch-up sync's sweeps, listeners and streams (the sync point is in the cache).
+    let sync = SyncCore()
     /// Background integrity checks of large caches, for `waitForIntegrityCheck`.
     let integrityChecks = IntegrityChecks()
     /// Login, logout, retries and clears run one at a time, in order, on this queue.
@@ -153,6 +155,7 @@ public final class OfflineVault: Sendable {
             // they are retried with backoff while reads fall back to the cache.
             self.outboxDetached()
             self.uploadsDetached()
+            self.syncDetached()
             self.startLink(userId: userId)
             // Only this first open of a login counts toward escalation.
             self.attemptOpen(generation: generation, countsTowardEscalation: true, done: done)
@@ -164,6 +167,7 @@ public final class OfflineVault: Sendable {
         stopLink()
         outboxDetached()
         uploadsDetached()
+        syncDetached()
         await backend.logout()
         _ = await onLifecycle { done in
             self.closeLocked(state: .loggedOut)
@@ -271,6 +275,7 @@ public final class OfflineVault: Sendable {
                     }
                     if let unsent { self.outboxCleared(unsent.0, inFlight: unsent.1) }
                     self.uploadsCleared()
+                    self.syncCleared()
                     continuation.resume(returning: .success(()))
                 } catch {
                     continuation.resume(returning: .failure(CometChatException(.offlineMessagePersistFailed, "the cache could not be cleared: \(error)")))
@@ -383,6 +388,7 @@ public final class OfflineVault: Sendable {
             if case .unavailable = newState { self.scheduleRetry(generation: generation) }
             if checking, let cache = report.cache { self.checkInBackground(cache, generation: generation) }
             if newState.isOfflineActive, let cache = report.cache {
+                self.syncAttached(cache)
                 self.outboxAttached(cache)
                 self.uploadsAttached(cache)
             }

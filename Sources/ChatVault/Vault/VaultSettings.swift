@@ -40,6 +40,46 @@ public struct RetryPolicy: Sendable, Equatable {
     public static let manualOnly = RetryPolicy(initialDelay: .seconds(86_400 * 365), maximumDelay: .seconds(86_400 * 365))
 }
 
+/// How the catch-up sync pages and paces itself (`VaultSettings.sync`).
+public struct SyncSettings: Sendable, Equatable {
+    /// Changes asked for per page of the change log; each page is written in one transaction
+    /// with the sync point it reaches. Clamped to 1...5000.
+    public var pageSize: Int {
+        didSet { pageSize = min(max(pageSize, 1), 5000) }
+    }
+    /// Pages one sweep ingests at most; when more remain the sweep reports `.partial` and a
+    /// follow-up sweep goes on while the connection holds. Clamped to at least 1.
+    public var maxPagesPerSweep: Int {
+        didSet { maxPagesPerSweep = max(maxPagesPerSweep, 1) }
+    }
+    /// A page with more changes than this is refused as a server fault (a page may exceed
+    /// `pageSize` when the server will not split changes that share a sync point). Default
+    /// 20 × `pageSize`.
+    public var maxChangesPerPage: Int?
+    /// `forceSyncNow` is refused (`ERROR_OFFLINE_SYNC_COOLDOWN`) within this long after the
+    /// last sweep ended. Reconnects are not throttled (a flap starts nothing anyway). Default 10 s.
+    public var forceCooldown: Duration
+    /// After a reconnect the sweep waits for the outbox flush, at most this long. Default 20 s.
+    public var flushWait: Duration
+    /// Conversations fetched by the conversations phase (one page). Clamped to 1...50.
+    public var conversationPageSize: Int {
+        didSet { conversationPageSize = min(max(conversationPageSize, 1), 50) }
+    }
+
+    public init(pageSize: Int = 500, maxPagesPerSweep: Int = 20, maxChangesPerPage: Int? = nil,
+                forceCooldown: Duration = .seconds(10), flushWait: Duration = .seconds(20), conversationPageSize: Int = 50) {
+        self.pageSize = min(max(pageSize, 1), 5000)
+        self.maxPagesPerSweep = max(maxPagesPerSweep, 1)
+        self.maxChangesPerPage = maxChangesPerPage
+        self.forceCooldown = forceCooldown
+        self.flushWait = flushWait
+        self.conversationPageSize = min(max(conversationPageSize, 1), 50)
+    }
+
+    /// The page ceiling in force.
+    var changesPerPageCeiling: Int { max(maxChangesPerPage ?? pageSize * 20, pageSize) }
+}
+
 /// ChatVault's own settings, beyond the seeds' `OfflineConfig`.
 public struct VaultSettings: Sendable {
     /// Reverse-DNS application id (`org.example.Chat`): names the cache root and the key items.
@@ -69,6 +109,8 @@ public struct VaultSettings: Sendable {
     public var stableConnectionDelay: Duration = .milliseconds(2500)
     /// Backoff between attempts to reach the server (login, connect) while it cannot be reached.
     public var reconnect = RetryPolicy(initialDelay: .milliseconds(500), maximumDelay: .seconds(30))
+    /// The catch-up sync's paging, bounds and throttle.
+    public var sync = SyncSettings()
 
     public init(applicationId: String, applicationName: String? = nil, rootDirectory: String? = nil,
                 keyStorage: [KeyStorageOption] = [.secretService()], callbackExecutor: CallbackExecutor = .main,

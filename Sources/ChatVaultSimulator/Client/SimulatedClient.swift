@@ -540,6 +540,19 @@ public final class SimulatedClient: ChatBackend {
         return ChangeLogPage(changes: changes, nextToken: page.nextToken, serverTime: page.serverTime, hasMore: page.hasMore)
     }
 
+    /// The log's current end: a token for `now - 1` (the current second is never complete, so
+    /// its changes come again on the next call, as for `changes`), answered without reading the
+    /// log. Faults of `.changes` apply.
+    public func latestSyncPoint() async throws(BackendError) -> ChangeLogPage {
+        let (_, fault) = try await admit(.changes)
+        let page = try onServer { (state, now) in
+            ChangeLogPage(changes: [], nextToken: ChangeToken.encode(max(Int64(now) - 1, state.changeTokenFloor - 1, 0)),
+                          serverTime: Int64(now), hasMore: false)
+        }
+        try Self.settle(fault)
+        return page
+    }
+
     // MARK: - ChatBackend: media
 
     /// The bytes registered for `url` (`ChatVaultSimulator.registerMedia`), or for the URL a

@@ -1,0 +1,437 @@
+import Foundation
+import Synchronization
+import VaultStore
+
+/// The catch-up sync engine's live state (the sync point itself is in the cache: `sync_state`).
+///
+/// A sweep is two phases: conversations (one fresh page of the list, written through as a read
+/// writes it), then messages (the change log replayed forward from the stored sync point, one
+/// page per transaction, the sync point advancing in the same transaction as the page's rows).
+/// Sweeps run one at a time; a request while one runs queues at most one follow-up.
+final class SyncCore: Sendable {
+    /// Why a sweep runs.
+    enum Trigger: Sendable, Equatable {
+        /// The realtime connection came back and held: the outbox flush goes first.
+        case reconnect
+        /// `forceSyncNow`.
+        case forced
+        /// The previous sweep was bounded (`.partial`) or a request came while it ran.
+        case followUp
+    }
+
+    struct State {
+        /// Bumped when a cache is attached or detached: a sweep of an older generation stops.
+        var generation = 0
+        /// A sweep task is active (waiting for the flush, or in a phase).
+        var running = false
+        /// In a phase: what `getSyncState()` reports as `.syncing`.
+        var syncing = false
+        /// One follow-up queued behind the running sweep, and whether it was a reconnect's.
+        var followUp: Trigger?
+        /// When the last sweep ended (the cooldown of `forceSyncNow` counts from it).
+        var lastFinished: ContinuousClock.Instant?
+        /// `sync_state.last_sync_at` of the attached cache.
+        var lastSyncAt: Int64 = 0
+        var sweeps = 0
+        var nextStream = 0
+        var streams: [Int: AsyncStream<SyncEvent>.Continuation] = [:]
+        var finishWaiters: [Int: [@Sendable (SyncReport?) -> Void]] = [:]
+    }
+
+    let listeners = ListenerRegistry<any SyncListener>()
+    let state = Mutex(State())
+
+    func stream() -> AsyncStream<SyncEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SyncEvent.self, bufferingPolicy: .unbounded)
+        let id = state.withLock { s -> Int in
+            s.nextStream += 1
+            s.streams[s.nextStream] = continuation
+            return s.nextStream
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.streams.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func yield(_ event: SyncEvent) {
+        let continuations = state.withLock { Array($0.streams.sorted { $0.key < $1.key }.map(\.value)) }
+        for continuation in continuations { continuation.yield(event) }
+    }
+}
+
+extension OfflineVault {
+    // MARK: - Lifecycle hooks
+
+    /// A cache became active: its sync point's time is what `getLastSyncTimestamp()` reports.
+    func syncAttached(_ cache: VaultCache) {
+        let record = (try? cache.writer.sync { db in try SyncStateRows.load(in: db) }) ?? .empty
+        sync.state.withLock { s in
+            s.generation += 1
+            s.lastSyncAt = record.lastSyncAt
+            s.followUp = nil
+        }
+    }
+
+    /// Logout, or the cache closed: a running sweep stops at its next step.
+    func syncDetached() {
+        sync.state.withLock { s in
+            s.generation += 1
+            s.lastSyncAt = 0
+            s.followUp = nil
+        }
+    }
+
+    /// `clearOfflineCache` emptied `sync_state`: the next sweep is a new cache's first.
+    func syncCleared() {
+        sync.state.withLock { s in
+            s.generation += 1
+            s.lastSyncAt = 0
+        }
+    }
+
+    // MARK: - Requests
+
+    /// Starts a sweep, or queues one follow-up behind the running one. Returns the generation
+    /// the sweep belongs to.
+    func requestSweep(_ trigger: SyncCore.Trigger) {
+        let start = sync.state.withLock { s -> Bool in
+            if s.running {
+                // A reconnect's follow-up keeps its flush.
+                if s.followUp != .reconnect { s.followUp = trigger == .reconnect ? .reconnect : .followUp }
+                return false
+            }
+            s.running = true
+            return true
+        }
+        if start { Task.detached { await self.runSweeps(trigger) } }
+    }
+
+    /// Why `forceSyncNow` would not start a sweep now; nil: it started one.
+    /// - Parameter waiter: told the report of the sweep this starts (not called on a refusal).
+    func forceSweep(waiter: (@Sendable (SyncReport?) -> Void)? = nil) -> CometChatException? {
+        guard userId != nil else { return CometChatException(.userNotLoggedIn, "Nobody is logged in.") }
+        guard isOfflineEnabled() else { return CometChatException(.offlineDisabled, "Offline support is not active.") }
+        let cooldown = settings.sync.forceCooldown
+        let refusal = sync.state.withLock { s -> CometChatException? in
+            if s.running { return CometChatException(.offlineSyncInProgress, "A catch-up sync is already running.") }
+            if let last = s.lastFinished, ContinuousClock.now < last + cooldown {
+                return CometChatException(.offlineSyncCooldown, "A catch-up sync ran moments ago; try again after the cooldown.")
+            }
+            s.running = true
+            if let waiter { s.finishWaiters[s.sweeps + 1, default: []].append(waiter) }
+            return nil
+        }
+        if refusal == nil { Task.detached { await self.runSweeps(.forced) } }
+        return refusal
+    }
+
+    /// Waits until the sweep running now (or the next to start) has finished; nil when none runs.
+    func waitForSweep() async -> SyncReport? {
+        await withCheckedContinuation { continuation in
+            let queued = sync.state.withLock { s -> Bool in
+                guard s.running else { return false }
+                s.finishWaiters[s.sweeps + 1, default: []].append { continuation.resume(returning: $0) }
+                return true
+            }
+            if !queued { continuation.resume(returning: nil) }
+        }
+    }
+
+    /// Runs sweeps until no follow-up is queued.
+    private func runSweeps(_ first: SyncCore.Trigger) async {
+        var trigger = first
+        while true {
+            let report = await sweep(trigger)
+            let next = sync.state.withLock { s -> SyncCore.Trigger? in
+                s.sweeps += 1
+                let waiters = s.finishWaiters.removeValue(forKey: s.sweeps) ?? []
+                for waiter in waiters { waiter(report) }
+                if let follow = s.followUp {
+                    s.followUp = nil
+                    return follow
+                }
+                s.running = false
+                s.lastFinished = ContinuousClock.now
+                // Waiters for a sweep that will not come.
+                for (_, waiters) in s.finishWaiters { for waiter in waiters { waiter(nil) } }
+                s.finishWaiters = [:]
+                return nil
+            }
+            guard let next else { return }
+            trigger = next
+        }
+    }
+
+    // MARK: - One sweep
+
+    private struct SweepContext {
+        let me: String
+        let cache: VaultCache
+        let generation: Int
+    }
+
+    private func isCurrent(_ context: SweepContext) -> Bool {
+        sync.state.withLock { $0.generation == context.generation } && cache(of: context.me) === context.cache
+    }
+
+    /// One sweep: the flush first (a reconnect's), then the two phases. nil when there was no
+    /// cache to sync.
+    private func sweep(_ trigger: SyncCore.Trigger) async -> SyncReport? {
+        if trigger == .reconnect || outbox.state.withLock({ $0.passRunning }) {
+            await waitForOutboxPass(atMost: settings.sync.flushWait)
+        }
+        guard let me = userId, let cache = cache(of: me) else { return nil }
+        let context = SweepContext(me: me, cache: cache, generation: sync.state.withLock { $0.generation })
+        sync.state.withLock { $0.syncing = true }
+        defer { sync.state.withLock { $0.syncing = false } }
+        let started = Int64(settings.clock().timeIntervalSince1970)
+        _ = try? await cache.writer.run { db in try SyncStateRows.recordAttempt(at: started, in: db) }
+
+        tell(.conversationSyncStarted)
+        let conversations = await syncConversations(context)
+        switch conversations {
+        case .success(let list): tell(.conversationSyncCompleted(list))
+        case .failure(let error): tell(.conversationSyncError(error))
+        }
+        // The SDK's blocked-users list is refreshed on each sweep (and at login).
+        if isCurrent(context) { await refreshBlockedUsers() }
+
+        tell(.messageSyncStarted)
+        let messages = await syncMessages(context)
+        switch messages.outcome {
+        case .success(let outcome): tell(.messageSyncCompleted(messages.messages, outcome))
+        case .failure(let error): tell(.messageSyncError(error))
+        }
+        scheduleEviction()
+        let report = SyncReport(conversations: try? conversations.get(), conversationError: conversations.error,
+                                messages: messages.messages, newMessageCount: messages.newCount, outcome: try? messages.outcome.get(),
+                                messageError: messages.outcome.error, droppedChanges: messages.dropped,
+                                establishedSyncPoint: messages.established,
+                                lastSyncTimestamp: Int(sync.state.withLock { $0.lastSyncAt }))
+        // A bounded sweep that made progress goes on while the cache is still this user's.
+        if case .success(.partial) = messages.outcome, messages.progressed, isCurrent(context) {
+            sync.state.withLock { s in if s.followUp == nil { s.followUp = .followUp } }
+        }
+        tell(.sweepFinished(report))
+        return report
+    }
+
+    /// Waits until no outbox pass runs, at most `limit`.
+    private func waitForOutboxPass(atMost limit: Duration) async {
+        let deadline = ContinuousClock.now + limit
+        while outbox.state.withLock({ $0.passRunning }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// The conversations phase: one fresh page of the list, validated as a whole, written through
+    /// and reconciled as a read of the first page is (conversations in the page's slice that the
+    /// server no longer lists leave the list; their messages go with a `conversationRemoved`
+    /// change of the log, or with eviction).
+    private func syncConversations(_ context: SweepContext) async -> Result<[Conversation], CometChatException> {
+        var firstPage = ConversationQuery()
+        firstPage.limit = settings.sync.conversationPageSize
+        let query = firstPage
+        let page: WirePage
+        do {
+            page = try await backend.conversations(query)
+        } catch {
+            return .failure(Self.exception(for: error))
+        }
+        let decoder = WireDecoder(limits: wireLimits)
+        var items: [Conversation] = []
+        do throws(WireError) {
+            guard page.items.count <= wireLimits.maxListCount else {
+                throw WireError(entity: "page", field: "items", problem: .tooMany(limit: wireLimits.maxListCount))
+            }
+            for value in page.items {
+                let c = try decoder.conversation(value)
+                ConversationRows.finish(c, me: context.me, blocked: [])
+                items.append(c)
+            }
+        } catch {
+            return .failure(CometChatException(.invalidServerResponse, error.description))
+        }
+        guard isCurrent(context) else { return .failure(Self.superseded) }
+        let values = page.items
+        let decoded = items
+        let me = context.me
+        let trusted = WireDecoder(limits: wireLimits, trusted: true)
+        do {
+            try await context.cache.writer.run { db in
+                try db.transaction {
+                    for (value, c) in zip(values, decoded) { try ConversationRows.upsert(value, c, in: db) }
+                    guard let filter = CachedConversationFilter(query) else { return }
+                    let hasMore = page.nextCursor != nil
+                    if hasMore && decoded.isEmpty { return }
+                    let end = hasMore ? ConversationRequest.farEdge(of: decoded) : nil
+                    try ConversationRows.reconcile(filter, after: nil, through: end, keep: Set(decoded.compactMap(\.conversationId)),
+                                                   me: me, decoder: trusted, in: db)
+                }
+            }
+        } catch {
+            return .failure(CometChatException(.offlineMessagePersistFailed, "The conversations could not be written to the cache."))
+        }
+        return .success(items)
+    }
+
+    private struct MessagePhase {
+        var outcome: Result<SyncOutcome, CometChatException> = .success(.caughtUp)
+        var messages: [BaseMessage] = []
+        var newCount = 0
+        var dropped = 0
+        var established = false
+        /// At least one page moved the sync point.
+        var progressed = false
+    }
+
+    /// The messages phase: the change log from the stored sync point, page by page, each page's
+    /// rows and sync point in one transaction. A new cache's first sweep has nothing to catch up
+    /// to: it stores the log's current end (`ChatBackend.latestSyncPoint()`) and replays nothing.
+    /// A sync point the backend refuses is forgotten and the log replayed from nil (what the
+    /// backend can still give), once per sweep.
+    private func syncMessages(_ context: SweepContext) async -> MessagePhase {
+        var phase = MessagePhase()
+        let cache = context.cache
+        guard let record = try? await cache.writer.run({ db in try SyncStateRows.load(in: db) }) else {
+            phase.outcome = .failure(CometChatException(.offlineMessagePersistFailed, "The sync point could not be read from the cache."))
+            return phase
+        }
+        let pageSize = settings.sync.pageSize
+        let ceiling = settings.sync.changesPerPageCeiling
+        let limits = wireLimits
+        let me = context.me
+        var token = record.token
+        if token == nil && record.lastSyncAt == 0 {
+            do {
+                let point = try await backend.latestSyncPoint()
+                guard isCurrent(context) else { return failed(phase, Self.superseded) }
+                try await cache.writer.run { db in
+                    try db.transaction {
+                        try SyncStateRows.advance(token: point.nextToken, serverTime: point.serverTime, in: db)
+                        try SyncStateRows.recordOutcome(.caughtUp, errorCode: nil, in: db)
+                    }
+                }
+                sync.state.withLock { $0.lastSyncAt = max(point.serverTime, 0) }
+                phase.established = true
+                return phase
+            } catch let error as BackendError {
+                return await recordFailure(phase, Self.exception(for: error), cache: cache)
+            } catch {
+                return await recordFailure(phase, Self.syncPointRefused(error), cache: cache)
+            }
+        }
+        var restarted = false
+        var pages = 0
+        while true {
+            guard isCurrent(context) else { return failed(phase, Self.superseded) }
+            let page: ChangeLogPage
+            do {
+                page = try await backend.changes(since: token, limit: pageSize)
+            } catch {
+                if error.isSyncTokenRejected, !restarted, token != nil {
+                    // Retrying the same token cannot help: forget it and take what the log still gives.
+                    restarted = true
+                    token = nil
+                    _ = try? await cache.writer.run { db in try SyncStateRows.forgetToken(in: db) }
+                    continue
+                }
+                return await recordFailure(phase, Self.exception(for: error), cache: cache)
+            }
+            guard page.changes.count <= ceiling else {
+                return await recordFailure(phase, CometChatException(.invalidServerResponse,
+                                                                     "The change log page held \(page.changes.count) changes (at most \(ceiling))."),
+                                           cache: cache)
+            }
+            let (changes, dropped) = SyncPageRows.parse(page.changes, limits: limits)
+            phase.dropped += dropped
+            let more = page.hasMore && page.nextToken != token
+            let outcome: SyncStateRecord.Outcome? = !more ? .caughtUp : (pages + 1 >= settings.sync.maxPagesPerSweep ? .partial : nil)
+            let inFlight = outbox.state.withLock { $0.inFlight }
+            guard isCurrent(context) else { return failed(phase, Self.superseded) }
+            let applied: SyncPageRows.Applied
+            do {
+                applied = try await cache.writer.run { db in
+                    try db.transaction { () throws -> SyncPageRows.Applied in
+                        let applied = try SyncPageRows.apply(changes, me: me, limits: limits, serverTime: page.serverTime,
+                                                             inFlight: inFlight, in: db)
+                        try SyncStateRows.advance(token: page.nextToken, serverTime: page.serverTime, in: db)
+                        if let outcome { try SyncStateRows.recordOutcome(outcome, errorCode: nil, in: db) }
+                        return applied
+                    }
+                }
+            } catch let problem as SyncStateRows.Problem {
+                return await recordFailure(phase, Self.syncPointRefused(problem), cache: cache)
+            } catch {
+                return await recordFailure(phase, CometChatException(.offlineMessagePersistFailed,
+                                                                     "A page of the change log could not be written to the cache."),
+                                           cache: cache)
+            }
+            pages += 1
+            if page.nextToken != token { phase.progressed = true }
+            token = page.nextToken
+            sync.state.withLock { $0.lastSyncAt = max(page.serverTime, 0) }
+            for row in applied.discarded {
+                OutgoingCopies.remove(localId: row.localId, in: cache.directory)
+                report(row, failed: .discarded, Self.exception(for: .discarded), final: true)
+            }
+            deliverSynced(applied.inserted)
+            phase.newCount += applied.inserted.count
+            phase.messages += applied.inserted
+            phase.messages += applied.updated
+            if applied.inserted.count + applied.updated.count > 0 { scheduleEviction() }
+            if let outcome {
+                phase.outcome = .success(outcome == .partial ? .partial : .caughtUp)
+                return phase
+            }
+        }
+    }
+
+    private func failed(_ phase: MessagePhase, _ error: CometChatException) -> MessagePhase {
+        var phase = phase
+        phase.outcome = .failure(error)
+        return phase
+    }
+
+    /// A failed messages phase: recorded (its code only) and reported; the sync point stays at
+    /// the last committed page.
+    private func recordFailure(_ phase: MessagePhase, _ error: CometChatException, cache: VaultCache) async -> MessagePhase {
+        let code = error.errorCode
+        _ = try? await cache.writer.run { db in try SyncStateRows.recordOutcome(.failed, errorCode: code, in: db) }
+        return failed(phase, error)
+    }
+
+    static let superseded = CometChatException(.offlineDisabled, "The sync stopped: the user logged out or the cache changed.")
+
+    static func syncPointRefused(_ error: any Error) -> CometChatException {
+        CometChatException(.invalidServerResponse, "The server's sync point was refused: \(error)")
+    }
+
+    /// Tells the sync listeners and streams, in order, on the callback executor.
+    private func tell(_ event: SyncEvent) {
+        let listeners = sync.listeners.live()
+        let core = sync
+        settings.callbackExecutor.execute {
+            for listener in listeners {
+                switch event {
+                case .conversationSyncStarted: listener.onConversationSyncStarted()
+                case .conversationSyncCompleted(let list): listener.onConversationSyncCompleted(list)
+                case .conversationSyncError(let error): listener.onConversationSyncError(error)
+                case .messageSyncStarted: listener.onMessageSyncStarted()
+                case .messageSyncCompleted(let messages, let outcome): listener.onMessageSyncCompleted(messages, outcome)
+                case .messageSyncError(let error): listener.onMessageSyncError(error)
+                case .sweepFinished: break
+                }
+            }
+            core.yield(event)
+        }
+    }
+}
+
+extension Result {
+    fileprivate var error: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
