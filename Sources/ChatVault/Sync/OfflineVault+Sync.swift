@@ -31,10 +31,11 @@ extension OfflineVault {
         sync.stream()
     }
 
-    /// `.syncing` while a sweep is in its phases (from `onConversationSyncStarted` to its last
-    /// callback), `.idle` otherwise.
+    /// `.syncing` from the moment a sweep is accepted (a held reconnect, or `forceSyncNow`'s
+    /// `onSuccess`) until it has ended, its wait for the outbox flush and any follow-up sweep
+    /// included; `.idle` otherwise.
     public func getSyncState() -> SyncState {
-        sync.state.withLock { $0.syncing } ? .syncing : .idle
+        sync.state.withLock { $0.running } ? .syncing : .idle
     }
 
     /// The server time the cache is synced to (the last committed page of the change log, or

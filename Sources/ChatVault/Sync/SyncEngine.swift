@@ -22,10 +22,9 @@ final class SyncCore: Sendable {
     struct State {
         /// Bumped when a cache is attached or detached: a sweep of an older generation stops.
         var generation = 0
-        /// A sweep task is active (waiting for the flush, or in a phase).
+        /// A sweep was accepted and has not ended (waiting for the flush, or in a phase, or a
+        /// follow-up queued behind it): what `getSyncState()` reports as `.syncing`.
         var running = false
-        /// In a phase: what `getSyncState()` reports as `.syncing`.
-        var syncing = false
         /// One follow-up queued behind the running sweep, and whether it was a reconnect's.
         var followUp: Trigger?
         /// When the last sweep ended (the cooldown of `forceSyncNow` counts from it).
@@ -183,8 +182,6 @@ extension OfflineVault {
         }
         guard let me = userId, let cache = cache(of: me) else { return nil }
         let context = SweepContext(me: me, cache: cache, generation: sync.state.withLock { $0.generation })
-        sync.state.withLock { $0.syncing = true }
-        defer { sync.state.withLock { $0.syncing = false } }
         let started = Int64(settings.clock().timeIntervalSince1970)
         _ = try? await cache.writer.run { db in try SyncStateRows.recordAttempt(at: started, in: db) }
 
@@ -284,6 +281,20 @@ extension OfflineVault {
         var established = false
         /// At least one page moved the sync point.
         var progressed = false
+        /// Where each message is in `messages`: a message the log sends again (edited after it
+        /// arrived) is reported once, as it now stands.
+        var positions: [Int: Int] = [:]
+
+        mutating func add(_ list: [BaseMessage]) {
+            for m in list {
+                if let at = positions[m.id] {
+                    messages[at] = m
+                } else {
+                    positions[m.id] = messages.count
+                    messages.append(m)
+                }
+            }
+        }
     }
 
     /// The messages phase: the change log from the stored sync point, page by page, each page's
@@ -378,8 +389,8 @@ extension OfflineVault {
             }
             deliverSynced(applied.inserted)
             phase.newCount += applied.inserted.count
-            phase.messages += applied.inserted
-            phase.messages += applied.updated
+            phase.add(applied.inserted)
+            phase.add(applied.updated)
             if applied.inserted.count + applied.updated.count > 0 { scheduleEviction() }
             if let outcome {
                 phase.outcome = .success(outcome == .partial ? .partial : .caughtUp)

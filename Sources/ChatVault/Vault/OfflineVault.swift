@@ -383,12 +383,13 @@ public final class OfflineVault: Sendable {
             // Counted before `done`, so a caller that waits right after login sees it pending.
             let checking = current && report.cache?.needsBackgroundIntegrityCheck == true
             if checking { self.integrityChecks.begin() }
+            // Before `done`: `getLastSyncTimestamp()` is right as soon as login returns.
+            if current, newState.isOfflineActive, let cache = report.cache { self.syncAttached(cache) }
             done(attempt)
             guard current else { return }
             if case .unavailable = newState { self.scheduleRetry(generation: generation) }
             if checking, let cache = report.cache { self.checkInBackground(cache, generation: generation) }
             if newState.isOfflineActive, let cache = report.cache {
-                self.syncAttached(cache)
                 self.outboxAttached(cache)
                 self.uploadsAttached(cache)
             }
