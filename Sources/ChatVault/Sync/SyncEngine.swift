@@ -137,28 +137,44 @@ extension OfflineVault {
         }
     }
 
-    /// Runs sweeps until no follow-up is queued.
+    /// Runs sweeps until no follow-up is queued. The last one ends on the callback executor,
+    /// after its callbacks: a listener that reads `getSyncState()` in `onMessageSyncCompleted`
+    /// sees `.syncing`, and the next request after it sees `.idle` (or the cooldown).
     private func runSweeps(_ first: SyncCore.Trigger) async {
         var trigger = first
         while true {
             let report = await sweep(trigger)
-            let next = sync.state.withLock { s -> SyncCore.Trigger? in
+            let (next, number) = sync.state.withLock { s -> (SyncCore.Trigger?, Int) in
                 s.sweeps += 1
-                let waiters = s.finishWaiters.removeValue(forKey: s.sweeps) ?? []
-                for waiter in waiters { waiter(report) }
-                if let follow = s.followUp {
-                    s.followUp = nil
-                    return follow
-                }
-                s.running = false
-                s.lastFinished = ContinuousClock.now
-                // Waiters for a sweep that will not come.
-                for (_, waiters) in s.finishWaiters { for waiter in waiters { waiter(nil) } }
-                s.finishWaiters = [:]
-                return nil
+                guard let follow = s.followUp else { return (nil, s.sweeps) }
+                s.followUp = nil
+                for waiter in s.finishWaiters.removeValue(forKey: s.sweeps) ?? [] { waiter(report) }
+                return (follow, s.sweeps)
             }
-            guard let next else { return }
-            trigger = next
+            if let next {
+                trigger = next
+                continue
+            }
+            settings.callbackExecutor.execute {
+                let (restart, waiters) = self.sync.state.withLock { s -> (SyncCore.Trigger?, [@Sendable (SyncReport?) -> Void]) in
+                    let mine = s.finishWaiters.removeValue(forKey: number) ?? []
+                    // A request that came while the callbacks were delivered.
+                    if let follow = s.followUp {
+                        s.followUp = nil
+                        return (follow, mine)
+                    }
+                    s.running = false
+                    s.lastFinished = ContinuousClock.now
+                    // Waiters for a sweep that will not come.
+                    let stranded = s.finishWaiters.values.flatMap { $0 }
+                    s.finishWaiters = [:]
+                    for waiter in stranded { waiter(nil) }
+                    return (nil, mine)
+                }
+                if let restart { Task.detached { await self.runSweeps(restart) } }
+                for waiter in waiters { waiter(report) }
+            }
+            return
         }
     }
 
