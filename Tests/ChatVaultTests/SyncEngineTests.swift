@@ -282,7 +282,8 @@ final class SyncEngineTests: XCTestCase {
         h.client.network = .offline
         try await waitFor("disconnected") { !h.client.isConnected }
         let sends = (0..<3).map { h.send(h.text("queued \($0)")) }
-        try await waitFor("queued") { sends.allSatisfy { $0.pendingCount > 0 } }
+        let offline = OfflineErrorCode.internetUnavailable.rawValue
+        try await waitFor("queued") { h.drain(); return sends.allSatisfy { $0.errors.contains(offline) } }
         h.client.network = .online
         try await sweepAfterReconnect(h, recorder)
         let lines = recorder.lines
@@ -297,7 +298,8 @@ final class SyncEngineTests: XCTestCase {
         h.client.network = .offline
         try await waitFor("disconnected") { !h.client.isConnected }
         let send = h.send(h.text("slow"))
-        try await waitFor("queued") { send.pendingCount > 0 }
+        let offline = OfflineErrorCode.internetUnavailable.rawValue
+        try await waitFor("queued") { h.drain(); return send.errors.contains(offline) }
         h.client.failNext(.send, with: .delay(.seconds(3)))
         h.client.network = .online
         try await sweepAfterReconnect(h, recorder)
@@ -438,7 +440,9 @@ final class SyncEngineTests: XCTestCase {
         try await waitFor("disconnected") { !h.client.isConnected }
         let unsent = h.send(h.text("never sent", to: "carol"))
         let kept = h.send(h.text("to bob"))
-        try await waitFor("queued") { unsent.pendingCount > 0 && kept.pendingCount > 0 }
+        // Each has had its first attempt (no connection) before the device comes back.
+        let offline = OfflineErrorCode.internetUnavailable.rawValue
+        try await waitFor("queued") { h.drain(); return unsent.errors.contains(offline) && kept.errors.contains(offline) }
         try sim.deleteConversation(carol, for: "alice")
         h.clock.advance(by: 5)
         recorder.clear()
@@ -449,7 +453,7 @@ final class SyncEngineTests: XCTestCase {
         let cache = try XCTUnwrap(h.vault.openCache)
         XCTAssertEqual(try cache.reader.sync { db in try db.scalarInt("SELECT count(*) FROM conversations WHERE id = ?", .text(carol)) }, 0)
         let pending = try await h.pending()
-        XCTAssertEqual(pending.map { ($0 as? TextMessage)?.text }, ["to bob"], "only that conversation's unsent messages were discarded")
+        XCTAssertEqual(pending.map { ($0 as? TextMessage)?.text }, ["to bob"], "only that conversation's unsent messages were discarded: \(recorder.lines) \(kept.events)")
         XCTAssertTrue(recorder.lines.contains { $0.hasSuffix(" discarded") })
     }
 
