@@ -9,8 +9,7 @@ import VaultKeys
 // The seed pages' Swift samples, pasted as an app developer would (only the ids and the objects
 // they refer to are supplied), compiled against the public API (plain `import ChatVault`, no
 // `@testable`) and run against an installed vault: if a spelling of the pages goes missing, this
-// file stops compiling. The samples of the sync and media pages' quick references join when those
-// capabilities land (issues 8 and 9): `getSyncState`, `getLastSyncTimestamp`, `forceSyncNow`,
+// file stops compiling. The media page's samples join when media caching lands (issue 9):
 // `getMediaCachingMode`, `getCachedMediaPath`, `downloadMedia`, `addMediaDownloadListener`.
 
 final class SampleConversationLoader: NSObject, ConversationDetailsListener {
@@ -63,6 +62,18 @@ final class SampleOutboxObserver: NSObject, OutboxListener {
     }
 }
 
+final class SampleSyncObserver: NSObject, SyncListener, CometChatMessageDelegate {
+    let completed = Mutex<[CometChat.SyncOutcome]>([])
+
+    func onMessageSyncCompleted(_ messages: [BaseMessage], _ outcome: CometChat.SyncOutcome) {
+        completed.withLock { $0.append(outcome) }
+    }
+
+    func onMessagesSynced(_ messages: [BaseMessage]) {
+        print("Synced \(messages.count) messages")
+    }
+}
+
 final class SeedSampleTests: XCTestCase {
     override func tearDown() {
         CometChat.offlineVault = nil
@@ -110,7 +121,31 @@ final class SeedSampleTests: XCTestCase {
         CometChat.getPendingMessages(onSuccess: { m in listed.withLock { $0 = m } }, onError: { _ in })
         await waitUntil { listed.withLock { $0 } != nil }
         XCTAssertEqual(listed.withLock { $0 }?.count, 0)
+        XCTAssertEqual(CometChat.getSyncState(), CometChat.SyncState.idle)   // CometChat.SyncState
+        XCTAssertEqual(CometChat.getLastSyncTimestamp(), 0)                  // Int (server epoch seconds): offline, never synced
+        CometChat.forceSyncNow()                // or forceSyncNow(onSuccess:onError:)
         CometChat.clearOfflineCache()
+        await vault.logout()
+    }
+
+    func testTheReferencePagesSyncSurfaceRunsOnline() async throws {
+        let (vault, _, folder) = try await installedVault(online: true)
+        _ = folder
+        let listener = SampleSyncObserver()
+        CometChat.addSyncListener("SYNC", listener)
+        CometChat.addMessageListener("MESSAGES", listener)
+        // The connection holds: the first sweep runs on its own and sets the sync point.
+        await waitUntil { CometChat.getLastSyncTimestamp() > 0 }
+        await vault.waitForSyncIdle()
+        let outcome = Mutex<String?>(nil)
+        CometChat.forceSyncNow(onSuccess: { outcome.withLock { $0 = "accepted" } },
+                               onError: { error in outcome.withLock { $0 = error?.errorCode } })
+        await waitUntil { outcome.withLock { $0 } != nil }
+        // The default cooldown (10 s) refuses a forced sync right after the automatic one.
+        XCTAssertEqual(outcome.withLock { $0 }, CometChatConstants.Errors.ERROR_OFFLINE_SYNC_COOLDOWN)
+        XCTAssertEqual(listener.completed.withLock { $0 }, [CometChat.SyncOutcome.caughtUp])
+        CometChat.removeSyncListener("SYNC")
+        CometChat.removeMessageListener("MESSAGES")
         await vault.logout()
     }
 
