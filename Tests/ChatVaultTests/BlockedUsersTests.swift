@@ -465,7 +465,15 @@ final class HookedBackend: ChatBackend {
     }
     func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { try await client.blockUsers(uids) }
     func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { try await client.unblockUsers(uids) }
-    func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage { try await client.changes(since: token, limit: limit) }
+    /// Answers `changes` in the simulator's place while set (hostile change logs).
+    let scriptedChanges = Mutex<(@Sendable (String?, Int) -> ChangeLogPage)?>(nil)
+
+    func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage {
+        if let script = scriptedChanges.withLock({ $0 }) { return script(token, limit) }
+        return try await client.changes(since: token, limit: limit)
+    }
+
+    func latestSyncPoint() async throws(BackendError) -> ChangeLogPage { try await client.latestSyncPoint() }
     func downloadMedia(url: String) async throws(BackendError) -> MediaDownload { try await client.downloadMedia(url: url) }
     func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String {
         try await client.resignMediaURL(url, messageId: messageId)

@@ -1,8 +1,10 @@
 import ChatVaultSimulator
+import ChatVaultTesting
 import Foundation
 import Synchronization
 import XCTest
 @testable import ChatVault
+import VaultKeys
 import VaultStore
 
 /// The catch-up sync against the simulator and its clock: when a sweep starts (a held reconnect,
@@ -455,6 +457,96 @@ final class SyncEngineTests: XCTestCase {
         let pending = try await h.pending()
         XCTAssertEqual(pending.map { ($0 as? TextMessage)?.text }, ["to bob"], "only that conversation's unsent messages were discarded: \(recorder.lines) \(kept.events)")
         XCTAssertTrue(recorder.lines.contains { $0.hasSuffix(" discarded") })
+    }
+
+    // MARK: - Hostile change logs
+
+    /// A vault over a `HookedBackend` whose change log the test scripts, no automatic sweeps.
+    func hookedVault(_ adjust: (inout SyncSettings) -> Void = { _ in }) async throws -> (OfflineVault, HookedBackend, ChatVaultSimulator) {
+        let clock = SimulatedClock()
+        let simulator = ChatVaultSimulator(seed: 5, clock: clock)
+        for user in ["alice", "bob"] { try simulator.addUser(SimulatedUser(uid: user)) }
+        let backend = HookedBackend(simulator.client(for: "alice"))
+        let root = TemporaryDirectory()
+        var settings = VaultSettings(applicationId: "org.chatvault.synctests", rootDirectory: root.path,
+                                     keyStorage: [.custom(MemoryKeyStore())], callbackExecutor: .queue(DispatchQueue(label: "tests.sync.hooked")),
+                                     retry: .manualOnly)
+        settings.clock = { clock.date }
+        settings.stableConnectionDelay = .seconds(3600)
+        settings.sync.forceCooldown = .zero
+        adjust(&settings.sync)
+        let vault = try OfflineVault(config: OfflineConfig.Builder().setEnabled(true).setEncryption(true).build(), settings: settings,
+                                     backend: backend)
+        addTeardownBlock {
+            await vault.logout()
+            _ = root
+        }
+        _ = await vault.login(userId: "alice")
+        return (vault, backend, simulator)
+    }
+
+    func testHostileChangeLogEntriesAreSkippedAndHostilePagesRefusedWithoutACrash() async throws {
+        let (vault, backend, simulator) = try await hookedVault { sync in
+            sync.pageSize = 10
+            sync.maxChangesPerPage = 50
+        }
+        try await vault.syncNow()
+        let valid = try simulator.postText("fine", from: "bob", to: .user("alice"))
+        let good = try XCTUnwrap(simulator.messageJSON(valid, as: "alice"))
+        @Sendable func page(_ changes: [ChangeLogEntry], token: String, time: Int64 = 1_700_000_100, more: Bool = false) -> ChangeLogPage {
+            ChangeLogPage(changes: changes, nextToken: token, serverTime: time, hasMore: more)
+        }
+        func with(_ key: String, _ value: JSONValue) -> JSONValue {
+            guard case .object(var fields) = good else { return good }
+            fields[key] = value
+            return .object(fields)
+        }
+        let hostile: [ChangeLogEntry] = [
+            .messageUpserted(with("id", .double(1e300))), .messageUpserted(with("id", .int(1 << 60))),
+            .messageUpserted(with("sender", .string("not an object"))), .messageUpserted(.array([])),
+            .messageUpserted(with("id", .int(0))),
+            .messageDeleted(id: -5, conversationId: "x"), .messageDeleted(id: Int(Int64(1) << 60), conversationId: "x"),
+            .conversationRemoved(conversationId: ""), .conversationRemoved(conversationId: String(repeating: "c", count: 5000)),
+            .messageUpserted(good),
+        ]
+        backend.scriptedChanges.withLock { $0 = { _, _ in page(hostile, token: "t-1") } }
+        let skipped = try await vault.syncNow()
+        XCTAssertEqual(skipped.outcome, .caughtUp)
+        XCTAssertEqual(skipped.droppedChanges, 9, "each invalid entry dropped and counted")
+        XCTAssertEqual(skipped.messages.map(\.id), [valid], "the valid entry still applied")
+
+        let cache = try XCTUnwrap(vault.openCache)
+        func token() throws -> String? { try cache.reader.sync { db in try SyncStateRows.load(in: db).token } }
+        XCTAssertEqual(try token(), "t-1")
+
+        let refusals: [(String, ChangeLogPage)] = [
+            ("an empty token", page([.messageUpserted(good)], token: "")),
+            ("an oversize token", page([.messageUpserted(good)], token: String(repeating: "t", count: 5000))),
+            ("an oversize page", page(Array(repeating: .messageUpserted(good), count: 51), token: "t-2")),
+        ]
+        for (what, answer) in refusals {
+            backend.scriptedChanges.withLock { $0 = { _, _ in answer } }
+            let refused = try await vault.syncNow()
+            XCTAssertNil(refused.outcome, what)
+            XCTAssertEqual(refused.messageError?.errorCode, OfflineErrorCode.invalidServerResponse.rawValue, what)
+            XCTAssertEqual(try token(), "t-1", "\(what): the sync point did not move")
+            XCTAssertFalse(refused.messageError?.errorDescription.contains(String(repeating: "t", count: 100)) ?? true, "no token echoed")
+        }
+
+        // A clock beyond 2^53 is stored clamped; a server that always has more is bounded.
+        let calls = Mutex(0)
+        backend.scriptedChanges.withLock {
+            $0 = { _, _ in
+                let n = calls.withLock { c -> Int in c += 1; return c }
+                return page([], token: "t-\(n + 10)", time: .max, more: true)
+            }
+        }
+        let endless = try await vault.syncNow()
+        await vault.waitForSyncIdle()
+        XCTAssertEqual(endless.outcome, .partial)
+        XCTAssertEqual(vault.getLastSyncTimestamp(), Int(WireLimits.maxWireNumber))
+        let made = calls.withLock { $0 }
+        XCTAssertEqual(made, 20 * 51, "20 pages a sweep, then at most 50 follow-up sweeps")
     }
 
     // MARK: - forceSyncNow

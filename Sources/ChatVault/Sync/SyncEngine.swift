@@ -31,6 +31,10 @@ final class SyncCore: Sendable {
         var lastFinished: ContinuousClock.Instant?
         /// `sync_state.last_sync_at` of the attached cache.
         var lastSyncAt: Int64 = 0
+        /// Follow-up sweeps in a row that a `.partial` outcome queued (bounded by
+        /// `SyncSettings.maxFollowUpSweeps`: a server that always has more cannot keep the
+        /// engine sweeping forever).
+        var partialStreak = 0
         var sweeps = 0
         var nextStream = 0
         var streams: [Int: AsyncStream<SyncEvent>.Continuation] = [:]
@@ -222,10 +226,22 @@ extension OfflineVault {
                                 messageError: messages.outcome.error, droppedChanges: messages.dropped,
                                 establishedSyncPoint: messages.established,
                                 lastSyncTimestamp: Int(sync.state.withLock { $0.lastSyncAt }))
-        // A bounded sweep that made progress goes on while the cache is still this user's.
-        if case .success(.partial) = messages.outcome, messages.progressed, isCurrent(context) {
-            sync.state.withLock { s in if s.followUp == nil { s.followUp = .followUp } }
+        // A bounded sweep that made progress goes on while the cache is still this user's, up to
+        // `maxFollowUpSweeps` in a row; then the rest waits for the next reconnect or forced sync.
+        let limit = settings.sync.maxFollowUpSweeps
+        let goOn = { () -> Bool in
+            if case .success(.partial) = messages.outcome, messages.progressed { return true }
+            return false
+        }()
+        sync.state.withLock { s in
+            if goOn && s.partialStreak < limit {
+                s.partialStreak += 1
+                if s.followUp == nil { s.followUp = .followUp }
+            } else {
+                s.partialStreak = 0
+            }
         }
+        if goOn && !isCurrent(context) { sync.state.withLock { $0.followUp = nil } }
         tell(.sweepFinished(report))
         return report
     }
@@ -340,7 +356,7 @@ extension OfflineVault {
                         try SyncStateRows.recordOutcome(.caughtUp, errorCode: nil, in: db)
                     }
                 }
-                sync.state.withLock { $0.lastSyncAt = max(point.serverTime, 0) }
+                sync.state.withLock { $0.lastSyncAt = SyncStateRows.clampedTime(point.serverTime) }
                 phase.established = true
                 return phase
             } catch let error as BackendError {
@@ -398,7 +414,7 @@ extension OfflineVault {
             pages += 1
             if page.nextToken != token { phase.progressed = true }
             token = page.nextToken
-            sync.state.withLock { $0.lastSyncAt = max(page.serverTime, 0) }
+            sync.state.withLock { $0.lastSyncAt = SyncStateRows.clampedTime(page.serverTime) }
             for row in applied.discarded {
                 OutgoingCopies.remove(localId: row.localId, in: cache.directory)
                 report(row, failed: .discarded, Self.exception(for: .discarded), final: true)

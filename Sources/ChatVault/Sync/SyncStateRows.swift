@@ -71,7 +71,7 @@ enum SyncStateRows {
     static func advance(token: String, serverTime: Int64, in db: Database) throws {
         let token = try validated(token)
         try ensureRow(db)
-        try db.run("UPDATE sync_state SET token = ?, last_sync_at = ? WHERE id = 1", .text(token), .int(max(serverTime, 0)))
+        try db.run("UPDATE sync_state SET token = ?, last_sync_at = ? WHERE id = 1", .text(token), .int(clampedTime(serverTime)))
     }
 
     /// Forgets the sync point (a token the backend refused): the next sweep starts over from nil.
@@ -92,6 +92,12 @@ enum SyncStateRows {
         try ensureRow(db)
         let code: DatabaseValue = errorCode.map { .text(String($0.prefix(64))) } ?? .null
         try db.run("UPDATE sync_state SET last_outcome = ?, last_error_code = ? WHERE id = 1", .text(outcome.rawValue), code)
+    }
+
+    /// A server time as stored: within 0...2^53 (a hostile server's clock cannot overflow what
+    /// reads it back).
+    static func clampedTime(_ time: Int64) -> Int64 {
+        min(max(time, 0), WireLimits.maxWireNumber)
     }
 
     private static func ensureRow(_ db: Database) throws {

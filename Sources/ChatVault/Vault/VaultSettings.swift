@@ -52,6 +52,13 @@ public struct SyncSettings: Sendable, Equatable {
     public var maxPagesPerSweep: Int {
         didSet { maxPagesPerSweep = max(maxPagesPerSweep, 1) }
     }
+    /// Follow-up sweeps that a `.partial` sweep queues in a row, at most (default 50: a
+    /// million changes at the default page size and bound); beyond it the rest follows on the
+    /// next reconnect or `forceSyncNow`, so a server that always has more cannot keep the engine
+    /// sweeping forever.
+    public var maxFollowUpSweeps: Int {
+        didSet { maxFollowUpSweeps = max(maxFollowUpSweeps, 0) }
+    }
     /// A page with more changes than this is refused as a server fault (a page may exceed
     /// `pageSize` when the server will not split changes that share a sync point). Default
     /// 20 × `pageSize`.
@@ -66,10 +73,11 @@ public struct SyncSettings: Sendable, Equatable {
         didSet { conversationPageSize = min(max(conversationPageSize, 1), 50) }
     }
 
-    public init(pageSize: Int = 500, maxPagesPerSweep: Int = 20, maxChangesPerPage: Int? = nil,
+    public init(pageSize: Int = 500, maxPagesPerSweep: Int = 20, maxFollowUpSweeps: Int = 50, maxChangesPerPage: Int? = nil,
                 forceCooldown: Duration = .seconds(10), flushWait: Duration = .seconds(20), conversationPageSize: Int = 50) {
         self.pageSize = min(max(pageSize, 1), 5000)
         self.maxPagesPerSweep = max(maxPagesPerSweep, 1)
+        self.maxFollowUpSweeps = max(maxFollowUpSweeps, 0)
         self.maxChangesPerPage = maxChangesPerPage
         self.forceCooldown = forceCooldown
         self.flushWait = flushWait
