@@ -10,9 +10,13 @@
 //   while decoding, writing through, or reading back;
 // - every message of an accepted page reads back from the cache (`getMessageDetails`, offline).
 //
-// Input: the first byte, modulo 4, picks the read (a message page, a conversation page, a thread
-// page, one message); the rest is JSON text: an item, or a list of items (a page). It shares the
-// seeds of wire-fuzz, whose first byte picks the entity in the same order.
+// - a catch-up sweep over a fuzzed change log never traps; its page is applied or refused as a
+//   whole, and every message the sweep reports reads back from the cache.
+//
+// Input: the first byte, modulo 5, picks the read (a message page, a conversation page, a thread
+// page, one message) or a catch-up sweep (4: each item an upserted message of one change-log
+// page); the rest is JSON text: an item, or a list of items (a page). It shares the seeds of
+// wire-fuzz, whose first byte picks the entity in the same order.
 import ChatVault
 import Dispatch
 import Foundation
@@ -64,7 +68,15 @@ final class FuzzBackend: ChatBackend {
     func uploadMedia(path: String, name: String, mimeType: String) async throws(BackendError) -> JSONValue { try await rest.uploadMedia(path: path, name: name, mimeType: mimeType) }
     func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { try await rest.blockUsers(uids) }
     func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { try await rest.unblockUsers(uids) }
-    func changes(since: Int64, limit: Int) async throws(BackendError) -> ChangeLogPage { try await rest.changes(since: since, limit: limit) }
+    /// The input's items as a change log page (each an upserted message), after any sync point.
+    func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage {
+        guard online.withLock({ $0 }) else { throw .unreachable }
+        return ChangeLogPage(changes: page.withLock { $0 }.map { .messageUpserted($0) }, nextToken: "fuzz-1", serverTime: 1_700_000_001,
+                             hasMore: false)
+    }
+    func latestSyncPoint() async throws(BackendError) -> ChangeLogPage {
+        ChangeLogPage(changes: [], nextToken: "fuzz-0", serverTime: 1_700_000_000, hasMore: false)
+    }
     func downloadMedia(url: String) async throws(BackendError) -> MediaDownload { try await rest.downloadMedia(url: url) }
     func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String { try await rest.resignMediaURL(url, messageId: messageId) }
     func connect() async throws(BackendError) { throw .unreachable }
@@ -101,8 +113,9 @@ private let vault: OfflineVault = {
         let t = tally.withLock { $0 }
         FileHandle.standardError.write(Data("ingest-fuzz: \(t.accepted) pages accepted (\(t.readBack) messages read back from the cache), \(t.refused) refused\n".utf8))
     }
-    let settings = VaultSettings(applicationId: "org.chatvault.fuzz", rootDirectory: root, keyStorage: [.custom(MemoryKeyStore())],
+    var settings = VaultSettings(applicationId: "org.chatvault.fuzz", rootDirectory: root, keyStorage: [.custom(MemoryKeyStore())],
                                  callbackExecutor: .queue(DispatchQueue(label: "fuzz.callbacks")), retry: .manualOnly)
+    settings.sync.forceCooldown = .zero
     let config = OfflineConfig.Builder().setEnabled(true).setEncryption(false).build()
     do {
         let vault = try OfflineVault(config: config, settings: settings, backend: backend)
@@ -128,7 +141,7 @@ public func ingestFuzzTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) ->
     backend.page.withLock { $0 = items }
     backend.online.withLock { $0 = true }
     let invalid = "ERROR_INVALID_SERVER_RESPONSE"
-    switch data[0] % 4 {
+    switch data[0] % 5 {
     case 0:
         // A message page, then each accepted message read back from the cache alone.
         let peer = items.first?["receiver"]?.stringValue ?? "bob"
@@ -162,6 +175,23 @@ public func ingestFuzzTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) ->
         count(result.server.isSuccess)
         if case .success = result.server {
             _ = blocking { await ThreadsRequest.ThreadsRequestBuilder(vault: vault).build().fetchNext() }
+        }
+    case 4:
+        // The first sweep only sets the sync point; later ones replay the fuzzed page.
+        let report = blocking { () -> SyncReport? in try? await vault.syncNow() }
+        check(report != nil, "a forced sweep was refused")
+        if let report, report.messageError == nil {
+            count(true)
+            backend.online.withLock { $0 = false }
+            for message in report.messages {
+                let id = message.id
+                let readBack = blocking { await vault.getMessageDetails(id) }
+                check(readBack.cached?.id == id, "a synced message does not read back from the cache")
+                tally.withLock { $0.readBack += 1 }
+            }
+        } else {
+            count(false)
+            check(report?.messageError?.errorCode == invalid, "a change log refused with an unexpected error")
         }
     default:
         let id = items.first?["id"]?.intValue.map { Int(clamping: $0) } ?? 1

@@ -49,6 +49,10 @@ final class RealtimeIngestTests: XCTestCase {
         addTeardownBlock { await h.vault.logout() }
         await h.login()
         try await waitUntil("connected") { h.client.isConnected }
+        // The first catch-up sweep (it writes the server's conversation list) is over before the
+        // events under test arrive.
+        try await waitUntil("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
+        await h.vault.waitForSyncIdle()
         return h
     }
 
@@ -421,6 +425,42 @@ final class RealtimeIngestTests: XCTestCase {
         h.client.network = .offline
         let page = await cachedMessages(h)
         XCTAssertEqual(page.map(\.id), Array(ids.suffix(5)), "the newest stay")
+    }
+
+    func testTheStorageBudgetHoldsForIngestedMessages() async throws {
+        let budget: Int64 = 40_000
+        let h = try await harness(configure: { $0.setMaxStorageSize(budget) }, evictionDelay: .milliseconds(20))
+        let recorder = MessageRecorder()
+        h.vault.addMessageListener("recorder", recorder)
+        let filler = String(repeating: "x", count: 900)
+        var ids: [Int] = []
+        for i in 0..<120 {
+            h.clock.advance(by: 1)
+            ids.append(try h.simulator.postText("\(i) \(filler)", from: i % 2 == 0 ? "bob" : "carol", to: .user("alice")))
+        }
+        _ = try await heard(120, recorder, h)
+        let cache = try XCTUnwrap(h.vault.openCache)
+        try await waitUntil("eviction ran") { try cache.reader.sync { db in try Evictor.contentBytes(db) } <= budget }
+        let left = try cache.reader.sync { db in try db.scalarInt("SELECT count(*) FROM messages") ?? 0 }
+        XCTAssertGreaterThan(left, 0)
+        XCTAssertLessThan(left, 120, "the oldest went")
+        h.client.network = .offline
+        let newest = await cachedMessages(h, with: "carol")
+        XCTAssertEqual(newest.last?.id, ids.last, "the newest message stays")
+    }
+
+    func testTheAgeLimitHoldsForConversationsIngestLeftIdle() async throws {
+        let h = try await harness(configure: { $0.setCacheDurationDays(1) }, evictionDelay: .milliseconds(20))
+        let recorder = MessageRecorder()
+        h.vault.addMessageListener("recorder", recorder)
+        _ = try h.simulator.postText("old news", from: "bob", to: .user("alice"))
+        _ = try await heard(1, recorder, h)
+        h.clock.advance(by: 2 * 86_400)
+        // A later message elsewhere triggers the eviction run that finds bob's idle conversation.
+        _ = try h.simulator.postText("fresh", from: "carol", to: .user("alice"))
+        _ = try await heard(2, recorder, h)
+        try await waitUntil("eviction ran") { try self.rowCount(h, h.conversationId(with: "bob")) == 0 }
+        XCTAssertEqual(try rowCount(h, h.conversationId(with: "carol")), 1, "the active conversation stays")
     }
 
     func testTheConversationCapHoldsForConversationsCreatedByIngest() async throws {

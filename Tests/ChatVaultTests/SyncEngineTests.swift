@@ -55,9 +55,11 @@ final class SyncEngineTests: XCTestCase {
     /// A vault logged in as alice over the simulator, its first sweep done (the sync point
     /// established), with a recorder on every listener.
     func harness(stableDelay: Duration = .milliseconds(20), configure: @escaping (OfflineConfig.Builder) -> Void = { _ in },
-                 sync: @escaping (inout SyncSettings) -> Void = { _ in }, firstSweep: Bool = true) async throws -> (OutboxHarness, Recorder) {
+                 sync: @escaping (inout SyncSettings) -> Void = { _ in }, firstSweep: Bool = true,
+                 evictionDelay: Duration = .seconds(3600)) async throws -> (OutboxHarness, Recorder) {
         let h = try OutboxHarness(users: ["alice", "bob", "carol", "dave", "erin"], configure: configure) { settings in
             settings.stableConnectionDelay = stableDelay
+            settings.evictionDelay = evictionDelay
             settings.sync.forceCooldown = .zero
             sync(&settings.sync)
         }
@@ -255,6 +257,21 @@ final class SyncEngineTests: XCTestCase {
                 XCTAssertEqual((cached as? TextMessage)?.text, sim.messageJSON(id, as: "alice")?["data"]?["text"]?.stringValue)
             }
         }
+    }
+
+    func testEvictionCapsHoldForSyncedMessages() async throws {
+        let (h, recorder) = try await harness(configure: { $0.setMaxMessagesPerConversation(5) }, evictionDelay: .milliseconds(20))
+        var ids: [Int] = []
+        try await whileOffline(h) {
+            for i in 0..<30 {
+                ids.append(try h.simulator.postText("m\(i)", from: "bob", to: .user("alice")))
+                h.clock.advance(by: 1)
+            }
+        }
+        try await sweepAfterReconnect(h, recorder)
+        XCTAssertEqual(recorder.synced.count, 30)
+        try await waitFor("eviction ran") { try self.cachedIds(h, h.conversationId(with: "bob")).count <= 5 }
+        XCTAssertEqual(try cachedIds(h, h.conversationId(with: "bob")), Array(ids.suffix(5)), "the newest stay")
     }
 
     // MARK: - When a sweep starts
