@@ -34,6 +34,21 @@ final class ChangeLogTests: SimulatorTestCase {
         await assertEqual(try await alice.changes(since: page.nextToken, limit: 100).changes, [])
     }
 
+    func testTheLatestSyncPointSkipsTheHistoryAndResumesAfterIt() async throws {
+        let alice = simulator.client(for: "alice")
+        _ = try await alice.login(userId: "alice")
+        try simulator.postText("history", from: "bob", to: .user("alice"))
+        clock.advance(by: 10)
+        let point = try await alice.latestSyncPoint()
+        XCTAssertEqual(point.changes, [])
+        XCTAssertFalse(point.hasMore)
+        XCTAssertEqual(point.serverTime, clock.seconds64)
+        await assertEqual(try await alice.changes(since: point.nextToken, limit: 100).changes, [], "nothing before the point")
+        let now = try simulator.postText("now", from: "bob", to: .user("alice"))
+        clock.advance(by: 1)
+        await assertEqual(upserted(try await alice.changes(since: point.nextToken, limit: 100)), [now])
+    }
+
     func testEachUserSeesOnlyTheirConversations() async throws {
         try simulator.postText("a→b", from: "alice", to: .user("bob"))
         try simulator.postText("team", from: "carol", to: .group("team"))
@@ -244,3 +259,4 @@ final class ChangeLogTests: SimulatorTestCase {
         await assertEqual(try await bob.changes(since: nil, limit: 10).changes, [.messageUpserted(["broken": true])])
     }
 }
+

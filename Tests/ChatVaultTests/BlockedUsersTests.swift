@@ -472,8 +472,7 @@ final class HookedBackend: ChatBackend {
         if let script = scriptedChanges.withLock({ $0 }) { return script(token, limit) }
         return try await client.changes(since: token, limit: limit)
     }
-
-    func latestSyncPoint() async throws(BackendError) -> ChangeLogPage { try await client.latestSyncPoint() }
+    // `latestSyncPoint()` is ChatBackend's default: it pages `changes` to the log's end.
     func downloadMedia(url: String) async throws(BackendError) -> MediaDownload { try await client.downloadMedia(url: url) }
     func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String {
         try await client.resignMediaURL(url, messageId: messageId)

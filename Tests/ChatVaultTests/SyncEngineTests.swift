@@ -507,7 +507,13 @@ final class SyncEngineTests: XCTestCase {
             sync.pageSize = 10
             sync.maxChangesPerPage = 50
         }
-        try await vault.syncNow()
+        try simulator.seedConversation(between: "alice", and: "bob", count: 2_500, spacing: 1, endingAt: simulator.clock.seconds - 10)
+        let first = try await vault.syncNow()
+        XCTAssertTrue(first.establishedSyncPoint, "ChatBackend's default latestSyncPoint() paged the log to its end")
+        XCTAssertEqual(first.messages.count, 0)
+        let second = try await vault.syncNow()
+        XCTAssertEqual(second.outcome, .caughtUp)
+        XCTAssertEqual(second.messages.count, 0, "the point it set lies after the whole history")
         let valid = try simulator.postText("fine", from: "bob", to: .user("alice"))
         let good = try XCTUnwrap(simulator.messageJSON(valid, as: "alice"))
         @Sendable func page(_ changes: [ChangeLogEntry], token: String, time: Int64 = 1_700_000_100, more: Bool = false) -> ChangeLogPage {
