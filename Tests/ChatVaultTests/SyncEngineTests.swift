@@ -476,6 +476,32 @@ final class SyncEngineTests: XCTestCase {
         XCTAssertTrue(recorder.lines.contains { $0.hasSuffix(" discarded") })
     }
 
+    func testALogoutDuringASweepStopsItAndTheNextLoginResumes() async throws {
+        let (h, recorder) = try await harness(stableDelay: .seconds(3600), firstSweep: false)
+        try await h.vault.syncNow()
+        let stamp = h.vault.getLastSyncTimestamp()
+        h.client.network = .offline
+        let id = try h.simulator.postText("while away", from: "bob", to: .user("alice"))
+        h.clock.advance(by: 5)
+        h.client.network = .online
+        h.client.failNext(.changes, with: .delay(.milliseconds(400)))
+        recorder.clear()
+        try await h.vault.syncNowAccepted()
+        try await Task.sleep(for: .milliseconds(100))
+        await h.vault.logout()
+        await h.vault.waitForSyncIdle()
+        h.drain()
+        XCTAssertEqual(h.vault.getSyncState(), .idle)
+        XCTAssertEqual(h.vault.getLastSyncTimestamp(), 0, "no cache, no sync point")
+        XCTAssertEqual(recorder.synced.count, 0, "nothing was written for a user who left")
+        XCTAssertTrue(recorder.lines.contains("messages error \(OfflineErrorCode.offlineDisabled.rawValue)"), "\(recorder.lines)")
+
+        await h.login()
+        XCTAssertEqual(h.vault.getLastSyncTimestamp(), stamp, "the stored point is where it was")
+        let report = try await h.vault.syncNow()
+        XCTAssertEqual(report.messages.map(\.id), [id], "and the next sweep resumes from it")
+    }
+
     // MARK: - Hostile change logs
 
     /// A vault over a `HookedBackend` whose change log the test scripts, no automatic sweeps.
