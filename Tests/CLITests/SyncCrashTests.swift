@@ -12,11 +12,12 @@ import XCTest
 /// rows and sync point in agreement, and the next run resumes from the stored point with no gap
 /// and no duplicate.
 ///
-/// `chatvault sync-stress` rebuilds the same seeded server on every run (`SyncStressWorld`: 3000
+/// `chatvault sync-stress` rebuilds the same seeded server on every run (`SyncStressWorld`: 5000
 /// messages in 50 conversations, with edits and deletions) and catches up 20 changes a page. An
 /// establishing run first stores a sync point from before the history. Then 30 rounds each kill the
-/// child at a seeded random instant 70–300 ms after it starts (before the cache is open, between
-/// pages, or inside one); after each, the cache is opened in this process: it must open with no
+/// child at a seeded random instant 0–150 ms after it printed `ready` (the cache is open; the sweep
+/// starts once the connection has held 20 ms: the kill lands before a page, between pages, or
+/// inside one); after each, the cache is opened in this process: it must open with no
 /// reset, hold every message the child printed as synced, and agree with the server's truth up to
 /// its stored sync point and hold nothing past it. A last run finishes, and the cache must then
 /// equal the truth row for row. The key lives in a software key store in a temporary directory.
@@ -25,7 +26,7 @@ final class SyncCrashTests: XCTestCase {
     let user = "sync-crash-user"
     static let rounds = 30
     static let seed: UInt64 = 0x5c_5eed
-    static let messages = 3000
+    static let messages = 5000
 
     /// One message as the server has it (for `user`) or as the cache holds it.
     struct Row: Equatable, CustomStringConvertible {
@@ -63,8 +64,8 @@ final class SyncCrashTests: XCTestCase {
         var finished = 0
         var lastSyncedTo = first.syncedTo
         for round in 1...Self.rounds {
-            let delay = 70 + Int(random.next() % 231)
-            let run = try KilledRun.start([CLI.binary, "sync-stress"] + options, killAfter: .milliseconds(delay))
+            let delay = Int(random.next() % 151)
+            let run = try KilledRun.start([CLI.binary, "sync-stress"] + options, killAfter: .milliseconds(delay), once: "ready")
             let lines = run.stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
             let synced = lines.compactMap { line -> Int? in line.hasPrefix("synced ") ? Int(line.dropFirst(7)) : nil }
             printed += synced.reduce(0, +)
@@ -181,5 +182,53 @@ final class SyncCrashTests: XCTestCase {
             XCTAssertNotNil(record.token, "round \(round)")
         }
         return CacheState(cacheId: cacheId, syncedTo: point, rows: cached.count)
+    }
+}
+
+extension KilledRun {
+    /// Like `start(_:killAfter:)`, but the delay counts from the moment the child's stdout first
+    /// holds a line starting with `marker` (polled every millisecond), so a slow start on a busy machine does
+    /// not move the kill out of the window under test. The child is killed anyway, by its pid,
+    /// when the marker has not come within `wait`.
+    static func start(_ arguments: [String], killAfter delay: Duration, once marker: String,
+                      wait: Duration = .seconds(30)) throws -> KilledRun {
+        let scratch = TemporaryDirectory()
+        let outPath = "\(scratch.path)/out"
+        let errPath = "\(scratch.path)/err"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        let pid = try Subprocess.spawn(arguments[0], argv: argv, envp: envp, actions: &actions)
+        let deadline = ContinuousClock.now + wait
+        var status: Int32 = 0
+        var exited = false
+        while ContinuousClock.now < deadline {
+            let output = String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self)
+            if output.split(separator: "\n").contains(where: { $0.hasPrefix(marker) }) { break }
+            if waitpid(pid, &status, WNOHANG) == pid {
+                exited = true
+                break
+            }
+            usleep(1000)
+        }
+        if !exited {
+            let (seconds, attoseconds) = delay.components
+            usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+            kill(pid, SIGKILL)
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        }
+        let signaled = status & 0x7f != 0
+        return KilledRun(stdout: String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self),
+                         stderr: String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self),
+                         killed: signaled && status & 0x7f == SIGKILL, status: signaled ? 128 + (status & 0x7f) : (status >> 8) & 0xff)
     }
 }

@@ -5,6 +5,7 @@ import Foundation
 import VaultKeys
 import VaultStore
 import XCTest
+@testable import chatvault
 
 /// `chatvault status` reports the catch-up sync's bookkeeping: the sync point's time and age, the
 /// last attempt and outcome (with the error code only), whether a token is stored — never the
@@ -128,6 +129,38 @@ final class SyncStatusTests: XCTestCase {
         XCTAssertEqual(sync["syncPointStored"] as? Bool, true)
         let text = try status(root: root.path, keys: keys.path, json: false)
         XCTAssertTrue(text.stdout.contains("last outcome failed (\(code))"), text.stdout)
+    }
+
+    func testAfterACrashItLeavesThePendingWriteAheadLogAlone() throws {
+        let root = TemporaryDirectory()
+        let keys = TemporaryDirectory()
+        let options = ["--dir", root.path, "--user", me, "--app", app, "--keystore", "file", "--key-dir", "\(keys.path)/keys",
+                       "--seed", "9", "--messages", "3000", "--page-size", "20"]
+        let establish = try CLI.run(["sync-stress"] + options + ["--establish"])
+        XCTAssertEqual(establish.status, 0, establish.stderr)
+        // Killed while it catches up: its write-ahead log is left behind, not yet folded in.
+        let run = try KilledRun.start([CLI.binary, "sync-stress"] + options, killAfter: .milliseconds(0), once: "synced ")
+        XCTAssertTrue(run.killed, "the catch-up finished before the kill: \(run.stdout.suffix(200))")
+        let account = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: root.path).first)
+        let database = "\(root.path)/\(account)/cache.db"
+        let walBytes = (try? FileManager.default.attributesOfItem(atPath: database + "-wal")[.size] as? Int) ?? 0
+        XCTAssertGreaterThan(walBytes, 0, "no write-ahead log was left behind")
+        func contents() -> [Data?] { ["", "-wal", "-shm"].map { FileManager.default.contents(atPath: database + $0) } }
+        let before = contents()
+
+        let audit = try status(root: root.path, keys: keys.path, json: true)
+        XCTAssertEqual(audit.status, 0, audit.stderr)
+        let sync = try XCTUnwrap(try audit.json()["sync"] as? [String: Any], audit.stdout)
+        XCTAssertEqual(sync["available"] as? Bool, false, audit.stdout)
+        XCTAssertTrue((sync["detail"] as? String ?? "").contains("write-ahead log"), audit.stdout)
+        XCTAssertEqual(contents(), before, "status changed the cache's files")
+
+        // Once an open has folded the log in, the row reads (the sweep had stored a later point).
+        XCTAssertEqual(try CLI.run(["open", "--dir", root.path, "--user", me, "--app", app, "--keystore", "file",
+                                    "--key-dir", "\(keys.path)/keys"]).status, 0)
+        let after = try XCTUnwrap(try status(root: root.path, keys: keys.path, json: true).json()["sync"] as? [String: Any])
+        XCTAssertEqual(after["available"] as? Bool, true)
+        XCTAssertGreaterThanOrEqual(after["lastSyncAt"] as? Int ?? 0, Int(SyncStressWorld.start))
     }
 
     // MARK: - Helpers

@@ -11,6 +11,10 @@ import VaultStore
 /// `partial`, `failed`) and the error code that stopped it. The token is the server's cursor:
 /// opaque, and treated as secret-ish, so only whether one is stored is said. Nothing else of the
 /// cache is read.
+///
+/// The audit changes nothing, so the row is not read when a process that did not close the cache
+/// left a write-ahead log behind and no process holds the cache now: the last connection to close
+/// folds that log into the database (what the next open does anyway), and that would be a change.
 struct SyncAudit {
     /// nil: the row could not be read (`unavailable` says why).
     var record: SyncStateRecord?
@@ -18,10 +22,15 @@ struct SyncAudit {
     /// This machine's clock when the row was read (epoch seconds).
     var now: Int64
 
-    static func read(directory: CacheDirectory, manifest: Manifest?, header: CipherProof.Header, key: CacheKey?,
+    static func read(directory: CacheDirectory, manifest: Manifest?, header: CipherProof.Header, key: CacheKey?, inUse: Bool,
                      now: Int64 = Int64(Date().timeIntervalSince1970)) -> SyncAudit {
         func unavailable(_ why: String) -> SyncAudit { SyncAudit(record: nil, unavailable: why, now: now) }
         guard let manifest else { return unavailable("no valid manifest") }
+        var wal = stat()
+        if !inUse, lstat(directory.database + "-wal", &wal) == 0, wal.st_size > 0 {
+            return unavailable("a process that did not close the cache left a write-ahead log; reading now would fold it in, "
+                               + "so the sync state is read after the next open")
+        }
         let keying: ConnectionKeying
         switch header {
         case .missing, .empty: return unavailable("no database")

@@ -76,11 +76,12 @@ struct Audit {
         }
         let header = CipherProof.header(of: directory.database)
         let (keyPresent, keyLookup, attributes, key) = keyItem(manifest)
-        // Read before the files are listed: the read-only connection's transient -wal/-shm files
-        // are gone again by then.
-        let sync = SyncAudit.read(directory: directory, manifest: manifest, header: header, key: key)
         let files = listFiles()
         let hits = files.filter { $0.isRegular && contains(marker, file: "\(directory.path)/\($0.path)") }.map(\.path)
+        // After the files are listed and scanned, so they are reported as found (the read-only
+        // connection's transient -wal and -shm files are never among them).
+        let inUse = isLocked()
+        let sync = SyncAudit.read(directory: directory, manifest: manifest, header: header, key: key, inUse: inUse)
         // What the file says, not what the manifest claims; a disagreement is reported.
         let encryptedOnDisk = header == .opaque
         let fields: [(String, JSON)] = [
@@ -96,7 +97,7 @@ struct Audit {
             ("keyItemAttributes", .object(attributes.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
             ("manifest", manifestJSON),
             ("cipherProfile", manifest?.cipherProfile.map(profileJSON) ?? .null),
-            ("inUse", .bool(isLocked())),
+            ("inUse", .bool(inUse)),
             ("files", .array(files.map(fileJSON))),
             ("unsafeModes", .array(files.filter { $0.mode & 0o077 != 0 || $0.isSymlink }.map { .string($0.path) })),
             ("quarantine", .array(quarantineEntries().map { .string($0) })),
