@@ -48,6 +48,8 @@ enum ReconnectDemo {
     static func run(count: Int, json: Bool) async throws -> Int32 {
         let say: @Sendable (String) -> Void = { line in if !json { emit(line) } }
         let scratch = try ScenariosCommand.makePrivateDirectory()
+        // Removed when the story ends, not after its last mention below.
+        defer { withExtendedLifetime(scratch) {} }
         let memory = MemoryKeyStore()
         var defaults = try Arguments([])
         var common = try CommonOptions(&defaults)
