@@ -17,9 +17,10 @@ import XCTest
 /// establishing run first stores a sync point from before the history. Then 30 rounds each kill the
 /// child at a seeded random instant 0–150 ms after it printed `ready` (the cache is open; the sweep
 /// starts once the connection has held 20 ms: the kill lands before a page, between pages, or
-/// inside one); after each, the cache is opened in this process: it must open with no
-/// reset, hold every message the child printed as synced, and agree with the server's truth up to
-/// its stored sync point and hold nothing past it. A last run finishes, and the cache must then
+/// inside one). Each run must say it started from the sync point the previous run left stored;
+/// after each, the cache is opened in this process: it must open with no reset, hold every message
+/// the child printed as synced, and agree with the server's truth up to its stored sync point and
+/// hold nothing past it. A last run finishes, and the cache must then
 /// equal the truth row for row. The key lives in a software key store in a temporary directory.
 final class SyncCrashTests: XCTestCase {
     let app = "org.chatvault.clitests.synccrash"
@@ -62,6 +63,7 @@ final class SyncCrashTests: XCTestCase {
         var killedMidSweep = 0
         var killedBeforeAPage = 0
         var finished = 0
+        var resumptions = 0
         var lastSyncedTo = first.syncedTo
         for round in 1...Self.rounds {
             let delay = Int(random.next() % 151)
@@ -77,6 +79,11 @@ final class SyncCrashTests: XCTestCase {
                 killedMidSweep += 1
             }
             XCTAssertTrue(run.killed || run.status == 0, "round \(round): exit \(run.status): \(run.stderr)")
+            // The run resumed from the point the previous one had stored (not from the start).
+            if let from = Self.resumedFrom(lines) {
+                resumptions += 1
+                XCTAssertEqual(from, lastSyncedTo, "round \(round): the sweep did not start from the stored sync point")
+            }
             let state = try await verify(root: root.path, keyDirectory: keyDirectory, truth: truth, printed: printed, round: round)
             XCTAssertEqual(state.cacheId, first.cacheId, "round \(round): the cache was replaced")
             XCTAssertGreaterThanOrEqual(state.syncedTo, lastSyncedTo, "round \(round): the sync point went back")
@@ -86,6 +93,7 @@ final class SyncCrashTests: XCTestCase {
         // The last run is left to finish.
         let last = try CLI.run(["sync-stress"] + options)
         XCTAssertEqual(last.status, 0, last.stderr)
+        XCTAssertEqual(Self.resumedFrom(last.stdout.split(separator: "\n").map(String.init)), lastSyncedTo)
         XCTAssertEqual(last.stdout.split(separator: "\n").last, "done")
         printed += last.stdout.split(separator: "\n").compactMap { $0.hasPrefix("synced ") ? Int($0.dropFirst(7)) : nil }.reduce(0, +)
         let end = try await verify(root: root.path, keyDirectory: keyDirectory, truth: truth, printed: printed, round: Self.rounds + 1,
@@ -94,8 +102,14 @@ final class SyncCrashTests: XCTestCase {
         // Every message reached onMessagesSynced at most once (a duplicate insert would count twice).
         XCTAssertLessThanOrEqual(printed, Self.messages, "more new messages reported than exist")
         XCTAssertGreaterThan(killedMidSweep, 3, "too few kills landed while pages were being committed")
+        XCTAssertGreaterThan(resumptions, Self.rounds / 2, "too few runs said where they resumed")
         print("SyncCrashTests: \(Self.rounds) rounds: \(killedMidSweep) killed mid-sweep, \(killedBeforeAPage) before a page, "
-              + "\(finished) finished first; \(printed) synced messages printed; sync point reached \(end.syncedTo)")
+              + "\(finished) finished first; \(resumptions) resumed from the stored point; \(printed) synced messages printed; sync point reached \(end.syncedTo)")
+    }
+
+    /// The sync point a run said its first sweep started from (`from <t>`).
+    static func resumedFrom(_ lines: [String]) -> Int64? {
+        lines.first { $0.hasPrefix("from ") }.flatMap { Int64($0.dropFirst(5)) }
     }
 
     /// The server's truth for the world's user: every message of its 50 conversations.

@@ -12,7 +12,8 @@ import Foundation
 /// is a new cache's first sweep, which stores the sync point at the clock's start, so that later
 /// runs have the whole history to catch up on.
 ///
-/// Prints `ready` once the cache is open; `synced <k>` from inside `onMessagesSynced`, that is
+/// Prints `ready` once the cache is open; `from <t>` as the first sweep starts (the stored sync
+/// point's server time it resumes from); `synced <k>` from inside `onMessagesSynced`, that is
 /// after each committed page that brought k new messages; `sweep <outcome>` as each sweep's
 /// messages phase ends; `done` once a sweep has caught up. Each line is one `write(2)`. Exit 1 when
 /// the cache cannot open, a sweep fails, or nothing catches up within `--timeout` seconds
@@ -55,8 +56,12 @@ enum SyncStressCommand {
         // Subscribed before login: the sweep starts once the connection has held.
         let events = vault.syncEvents()
         let watcher = Task {
+            var first = true
             for await event in events {
                 switch event {
+                case .conversationSyncStarted where first:
+                    first = false
+                    emit("from \(vault.getLastSyncTimestamp())")
                 case .messageSyncCompleted(_, let outcome): emit("sweep \(outcome == .caughtUp ? "caughtUp" : "partial")")
                 case .messageSyncError(let error): emit("sweep failed \(error.errorCode)")
                 case .sweepFinished(let report):
