@@ -11,7 +11,7 @@ let usage = """
       open      --dir D --user U [--encryption on|off] [--failure-behavior onlineOnly|plaintextFallback] [--integrity-wait S] [--keystore …] [--json]
       status    --dir D [--user U] [--marker TEXT] [--json]
       outbox    --dir D --user U [--keystore …] [--json]
-      demo      [--messages N] [--json]
+      demo      [--story outbox|reconnect] [--messages N] [--json]
       bench     open [--runs N] [--messages M] [--keystore …] [--json]
       bench     reads [--runs N] [--messages M] [--conversations C] [--json]
       bench     outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json]
@@ -32,6 +32,7 @@ do {
     case "outbox": status = try await OutboxCommand.run(rest)
     case "demo": status = try await DemoCommand.run(rest)
     case OutboxStressCommand.verb: status = try await OutboxStressCommand.run(rest)
+    case SyncStressCommand.verb: status = try await SyncStressCommand.run(rest)
     case "scenarios": status = try await ScenariosCommand.run(rest)
     case ScenarioChild.verb: status = try await ScenarioChild.run(rest)
     case "bench": status = try await BenchCommand.run(rest)

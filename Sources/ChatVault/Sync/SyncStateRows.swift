@@ -1,9 +1,10 @@
-import VaultStore
+package import VaultStore
 
 /// What the cache remembers of the catch-up sync: the row of `sync_state` (schema version 3).
-struct SyncStateRecord: Sendable, Equatable {
+/// Package-visible (read-only use) so `chatvault status` can report it; only this file writes it.
+package struct SyncStateRecord: Sendable, Equatable {
     /// How the last sweep ended, as `sync_state.last_outcome` spells it.
-    enum Outcome: String, Sendable {
+    package enum Outcome: String, Sendable {
         /// The change log was replayed to its end.
         case caughtUp
         /// Pages were ingested but more remained (a bounded sweep).
@@ -15,19 +16,19 @@ struct SyncStateRecord: Sendable, Equatable {
     /// The backend's sync token (`ChangeLogPage.nextToken`) of the last committed page, stored as
     /// it came and never parsed; nil: no sync point yet (a new or cleared cache, or a token the
     /// backend refused).
-    var token: String?
+    package var token: String?
     /// Server time, epoch seconds, of the point `token` stands for (`ChangeLogPage.serverTime`):
     /// what `getLastSyncTimestamp()` reports; 0 if never.
-    var lastSyncAt: Int64 = 0
+    package var lastSyncAt: Int64 = 0
     /// Local clock, epoch seconds, when the last sweep started; 0 if never.
-    var lastAttemptAt: Int64 = 0
+    package var lastAttemptAt: Int64 = 0
     /// nil if no sweep has finished, or the stored text is not one this build knows.
-    var lastOutcome: Outcome?
+    package var lastOutcome: Outcome?
     /// The error code that stopped the last sweep (a `BackendError` server code or an
     /// `ERROR_…` code), never a message, so no content reaches the cache's bookkeeping.
-    var lastErrorCode: String?
+    package var lastErrorCode: String?
 
-    static let empty = SyncStateRecord()
+    package static let empty = SyncStateRecord()
 }
 
 /// Reads and writes the single row of `sync_state` inside the caller's transaction, so the sync
@@ -37,7 +38,7 @@ struct SyncStateRecord: Sendable, Equatable {
 /// The row may be missing (a cache cleared by `CacheRows.clearAll`, a fresh migration): it reads
 /// as `SyncStateRecord.empty` and the writers create it. Nothing read back from disk can crash:
 /// a value of the wrong type reads as absent.
-enum SyncStateRows {
+package enum SyncStateRows {
     /// The longest token stored. Real servers' cursors are tens of bytes (a Matrix `next_batch`
     /// about 50); a longer one is a backend fault, refused before it reaches the cache.
     static let maxTokenBytes = 4096
@@ -55,7 +56,7 @@ enum SyncStateRows {
         }
     }
 
-    static func load(in db: Database) throws -> SyncStateRecord {
+    package static func load(in db: Database) throws -> SyncStateRecord {
         let stmt = try db.cached("""
             SELECT token, last_sync_at, last_attempt_at, last_outcome, last_error_code FROM sync_state WHERE id = 1
             """)

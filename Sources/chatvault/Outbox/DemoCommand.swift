@@ -4,7 +4,9 @@ import ChatVaultTesting
 import Foundation
 import VaultKeys
 
-/// `chatvault demo [--messages N] [--json]`: the durable outbox, told step by step against the
+/// `chatvault demo [--story outbox|reconnect] [--messages N] [--json]`: two stories against the
+/// in-process simulated server. `--story reconnect` (`ReconnectDemo`) tells the catch-up sync after
+/// a reconnect. The default, `--story outbox`, tells the durable outbox step by step against the
 /// in-process simulated server, in a temporary directory with an in-memory key store (no desktop,
 /// no keyring; everything is removed afterwards):
 ///
@@ -38,6 +40,12 @@ enum DemoCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
         var args = try Arguments(raw)
         let json = args.flag("json")
+        let story = try args.choice("story", default: "outbox", among: ["outbox", "reconnect"])
+        if story == "reconnect" {
+            let count = try args.int("messages", default: 6, range: 1...200)
+            try args.rejectUnknown()
+            return try await ReconnectDemo.run(count: count, json: json)
+        }
         let count = try args.int("messages", default: 5, range: 1...OutboxLimits.maxPending)
         try args.rejectUnknown()
         let say: @Sendable (String) -> Void = { line in if !json { emit(line) } }

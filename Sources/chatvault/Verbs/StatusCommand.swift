@@ -5,7 +5,10 @@ import VaultStore
 
 /// `chatvault status --dir D [--user U] [--marker TEXT] [--keystore …]`: audits a cache without
 /// changing anything: the manifest, the cipher profile, file modes, whether the key item exists,
-/// and a plaintext scan of every file for the seeded marker.
+/// a plaintext scan of every file for the seeded marker, and the catch-up sync's bookkeeping
+/// (`sync_state`: the sync point's server time and age, the last attempt, how the last sweep ended
+/// and its error code). The sync token itself is never shown (only whether one is stored), nor
+/// any message content.
 enum StatusCommand {
     static func run(_ raw: [String]) throws -> Int32 {
         var args = try Arguments(raw)
@@ -72,9 +75,13 @@ struct Audit {
         case .unreadable(let code): manifestJSON = .object([("state", .string("unreadable")), ("errno", .int(Int(code)))])
         }
         let header = CipherProof.header(of: directory.database)
-        let (keyPresent, keyLookup, attributes) = keyItem(manifest)
+        let (keyPresent, keyLookup, attributes, key) = keyItem(manifest)
         let files = listFiles()
         let hits = files.filter { $0.isRegular && contains(marker, file: "\(directory.path)/\($0.path)") }.map(\.path)
+        // After the files are listed and scanned, so they are reported as found (the read-only
+        // connection's transient -wal and -shm files are never among them).
+        let inUse = isLocked()
+        let sync = SyncAudit.read(directory: directory, manifest: manifest, header: header, key: key, inUse: inUse)
         // What the file says, not what the manifest claims; a disagreement is reported.
         let encryptedOnDisk = header == .opaque
         let fields: [(String, JSON)] = [
@@ -90,12 +97,13 @@ struct Audit {
             ("keyItemAttributes", .object(attributes.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
             ("manifest", manifestJSON),
             ("cipherProfile", manifest?.cipherProfile.map(profileJSON) ?? .null),
-            ("inUse", .bool(isLocked())),
+            ("inUse", .bool(inUse)),
             ("files", .array(files.map(fileJSON))),
             ("unsafeModes", .array(files.filter { $0.mode & 0o077 != 0 || $0.isSymlink }.map { .string($0.path) })),
             ("quarantine", .array(quarantineEntries().map { .string($0) })),
             ("marker", .string(marker.isEmpty ? "" : "(given)")),
             ("plaintextHits", .array(hits.map { .string($0) })),
+            ("sync", sync.json),
         ]
         return .object(fields)
     }
@@ -124,24 +132,25 @@ struct Audit {
         ])
     }
 
-    /// Whether the key item exists (never its value), how the lookup answered, and its locator.
-    func keyItem(_ manifest: Manifest?) -> (Bool?, String, [String: String]) {
-        guard let manifest, manifest.encrypted else { return (nil, "not encrypted", [:]) }
+    /// Whether the key item exists (never its value), how the lookup answered, and its locator;
+    /// and the key itself when it matches (only to read `sync_state`; never printed).
+    func keyItem(_ manifest: Manifest?) -> (Bool?, String, [String: String], CacheKey?) {
+        guard let manifest, manifest.encrypted else { return (nil, "not encrypted", [:], nil) }
         let reachable: [any KeyStore] = [
             SoftwareKeyStore(directory: common.keyDirectory ?? VaultSettings.defaultSoftwareKeyDirectory(applicationId: common.applicationId)),
             SecretServiceKeyStore(),
         ]
         guard let store = KeyStoreSelection.store(for: manifest, among: reachable) else {
-            return (nil, "the key is held by a \(manifest.keyStore ?? "unknown") store this process cannot reach", [:])
+            return (nil, "the key is held by a \(manifest.keyStore ?? "unknown") store this process cannot reach", [:], nil)
         }
         let id = KeyItemID(applicationId: common.applicationId, account: account, cacheId: manifest.cacheId)
         let attributes = store.locator(for: id)
         switch store.lookup(id) {
         case .found(let key, _):
             let matches = key.checkValue(cacheId: manifest.cacheId) == manifest.keyCheck
-            return (true, matches ? "found; key-check matches" : "found; key-check DIFFERS (wrong key)", attributes)
-        case .absent: return (false, "absent", attributes)
-        case .unavailable(let reason): return (nil, "unavailable (\(reason.rawValue))", attributes)
+            return (true, matches ? "found; key-check matches" : "found; key-check DIFFERS (wrong key)", attributes, matches ? key : nil)
+        case .absent: return (false, "absent", attributes, nil)
+        case .unavailable(let reason): return (nil, "unavailable (\(reason.rawValue))", attributes, nil)
         }
     }
 
@@ -227,6 +236,7 @@ struct Audit {
             cache \(text("cacheId")) in \(directory.path)
             encrypted: \(text("encrypted")) (header: \(text("databaseHeader"))), key storage: \(text("keyStorage")), key item: \(text("keyLookup"))
             in use by a process: \(text("inUse")); plaintext hits: \(hits.count)
+            \(SyncAudit.line(report["sync"]))
 
             \(table.render())
             """
