@@ -375,6 +375,9 @@ public final class OfflineVault: Sendable {
             }
             // Told: the resets are not announced again by later opens.
             CacheOpener.acknowledge(report.resets, in: directory)
+            // Before the cache serves and before `done`: `getLastSyncTimestamp()` is right as soon
+            // as login returns, and no sweep starts against the cache before the engine knows it.
+            if newState.isOfflineActive, let cache = report.cache { self.syncAttached(cache) }
             let current = self.session.withLock { s -> Bool in
                 guard s.generation == generation else { return false }
                 s.state = newState
@@ -383,8 +386,6 @@ public final class OfflineVault: Sendable {
             // Counted before `done`, so a caller that waits right after login sees it pending.
             let checking = current && report.cache?.needsBackgroundIntegrityCheck == true
             if checking { self.integrityChecks.begin() }
-            // Before `done`: `getLastSyncTimestamp()` is right as soon as login returns.
-            if current, newState.isOfflineActive, let cache = report.cache { self.syncAttached(cache) }
             done(attempt)
             guard current else { return }
             if case .unavailable = newState { self.scheduleRetry(generation: generation) }
