@@ -124,7 +124,12 @@ struct KilledRun {
     var killed: Bool
     var status: Int32
 
-    static func start(_ arguments: [String], killAfter delay: Duration) throws -> KilledRun {
+    /// Starts `arguments` and SIGKILLs it `delay` later (by its pid). With `marker`, the delay
+    /// counts from the moment the child's stdout first holds a line starting with it (polled every
+    /// millisecond), so a slow start on a busy machine does not move the kill out of the window
+    /// under test; the child is killed anyway when the marker has not come within `wait`.
+    static func start(_ arguments: [String], killAfter delay: Duration, once marker: String? = nil,
+                      wait: Duration = .seconds(30)) throws -> KilledRun {
         let scratch = TemporaryDirectory()
         let outPath = "\(scratch.path)/out"
         let errPath = "\(scratch.path)/err"
@@ -141,11 +146,26 @@ struct KilledRun {
             envp.forEach { free($0) }
         }
         let pid = try Subprocess.spawn(arguments[0], argv: argv, envp: envp, actions: &actions)
-        let (seconds, attoseconds) = delay.components
-        usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
-        kill(pid, SIGKILL)
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        var exited = false
+        if let marker {
+            let deadline = ContinuousClock.now + wait
+            while ContinuousClock.now < deadline {
+                let output = String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self)
+                if output.split(separator: "\n").contains(where: { $0.hasPrefix(marker) }) { break }
+                if waitpid(pid, &status, WNOHANG) == pid {
+                    exited = true
+                    break
+                }
+                usleep(1000)
+            }
+        }
+        if !exited {
+            let (seconds, attoseconds) = delay.components
+            usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+            kill(pid, SIGKILL)
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        }
         let signaled = status & 0x7f != 0
         return KilledRun(stdout: String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self),
                          stderr: String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self),

@@ -15,11 +15,10 @@ final class RealtimeIngest: Sendable {
     private struct State {
         var dropped = 0
         var ingested = 0
-        var nextStream = 0
-        var streams: [Int: AsyncStream<MessageEvent>.Continuation] = [:]
     }
 
     private let state = Mutex(State())
+    private let streams = EventStreams<MessageEvent>()
 
     /// Events refused by validation since the engine was made.
     var droppedEvents: Int { state.withLock { $0.dropped } }
@@ -31,21 +30,11 @@ final class RealtimeIngest: Sendable {
 
     /// A new stream of message events; it ends when the consumer stops iterating.
     func stream() -> AsyncStream<MessageEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: MessageEvent.self, bufferingPolicy: .unbounded)
-        let id = state.withLock { s -> Int in
-            s.nextStream += 1
-            s.streams[s.nextStream] = continuation
-            return s.nextStream
-        }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { _ = $0.streams.removeValue(forKey: id) }
-        }
-        return stream
+        streams.make()
     }
 
     func yield(_ event: MessageEvent) {
-        let continuations = state.withLock { Array($0.streams.sorted { $0.key < $1.key }.map(\.value)) }
-        for continuation in continuations { continuation.yield(event) }
+        streams.yield(event)
     }
 }
 

@@ -36,30 +36,20 @@ final class SyncCore: Sendable {
         /// engine sweeping forever).
         var partialStreak = 0
         var sweeps = 0
-        var nextStream = 0
-        var streams: [Int: AsyncStream<SyncEvent>.Continuation] = [:]
         var finishWaiters: [Int: [@Sendable (SyncReport?) -> Void]] = [:]
     }
 
     let listeners = ListenerRegistry<any SyncListener>()
     let state = Mutex(State())
 
+    private let streams = EventStreams<SyncEvent>()
+
     func stream() -> AsyncStream<SyncEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: SyncEvent.self, bufferingPolicy: .unbounded)
-        let id = state.withLock { s -> Int in
-            s.nextStream += 1
-            s.streams[s.nextStream] = continuation
-            return s.nextStream
-        }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { _ = $0.streams.removeValue(forKey: id) }
-        }
-        return stream
+        streams.make()
     }
 
     func yield(_ event: SyncEvent) {
-        let continuations = state.withLock { Array($0.streams.sorted { $0.key < $1.key }.map(\.value)) }
-        for continuation in continuations { continuation.yield(event) }
+        streams.yield(event)
     }
 }
 
