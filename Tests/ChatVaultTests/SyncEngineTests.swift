@@ -274,6 +274,17 @@ final class SyncEngineTests: XCTestCase {
         XCTAssertEqual(try cachedIds(h, h.conversationId(with: "bob")), Array(ids.suffix(5)), "the newest stay")
     }
 
+    func testEachSweepRefreshesTheBlockedUsersList() async throws {
+        let (h, recorder) = try await harness()
+        let cache = try XCTUnwrap(h.vault.openCache)
+        XCTAssertEqual(try ReadHarness.blockedRows(in: cache).map(\.uid), [])
+        try await whileOffline(h) {
+            try h.simulator.block("dave", by: "alice")
+        }
+        try await sweepAfterReconnect(h, recorder)
+        XCTAssertEqual(try ReadHarness.blockedRows(in: cache).map(\.uid), ["dave"], "blocked from another device while away")
+    }
+
     // MARK: - When a sweep starts
 
     func testAConnectThenDropFlapStartsNothingAndAHeldConnectionStartsOneSweep() async throws {
