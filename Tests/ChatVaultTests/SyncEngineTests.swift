@@ -210,13 +210,13 @@ final class SyncEngineTests: XCTestCase {
         }, firstSweep: false)
         try await h.vault.syncNow()
         let sim = h.simulator
-        for uid in (0..<10).map({ "peer\($0)" }) { try sim.addUser(SimulatedUser(uid: uid)) }
+        for uid in (0..<20).map({ "peer\($0)" }) { try sim.addUser(SimulatedUser(uid: uid)) }
         var conversations: [String] = []
         h.client.network = .offline
         h.clock.advance(by: 1000)
-        // 50 conversations of 200 messages each, from several senders, interleaved in time.
+        // 50 conversations of 200 messages each (10,000), from several senders, interleaved in time.
         for i in 0..<30 {
-            let peer = "peer\(i % 10)"
+            let peer = "peer\(i % 20)"
             let guid = "g\(i)"
             try sim.addGroup(guid, owner: peer)
             try sim.addMembers(["alice", "bob", "carol"], to: guid)
@@ -224,8 +224,7 @@ final class SyncEngineTests: XCTestCase {
             conversations.append("group_\(guid)")
         }
         for i in 0..<20 {
-            let peer = i < 10 ? "peer\(i)" : ["bob", "carol", "dave", "erin"][i % 4]
-            if i >= 10 && conversations.contains(h.conversationId(with: peer)) { continue }
+            let peer = "peer\(i)"
             try sim.seedConversation(between: "alice", and: peer, count: 200, spacing: 1, endingAt: h.clock.seconds - i)
             conversations.append(h.conversationId(with: peer))
         }
@@ -248,7 +247,8 @@ final class SyncEngineTests: XCTestCase {
         }
         XCTAssertEqual(report.newMessageCount, total)
         XCTAssertEqual(recorder.synced.count, total)
-        XCTAssertGreaterThanOrEqual(total, 8_000)
+        XCTAssertEqual(total, 10_000)
+        XCTAssertEqual(conversations.count, 50)
         // Payloads match the server's rendering for alice (spot check across conversations).
         let cache = try XCTUnwrap(h.vault.openCache)
         for conversation in conversations.prefix(5) {
@@ -283,6 +283,27 @@ final class SyncEngineTests: XCTestCase {
         }
         try await sweepAfterReconnect(h, recorder)
         XCTAssertEqual(try ReadHarness.blockedRows(in: cache).map(\.uid), ["dave"], "blocked from another device while away")
+    }
+
+    func testSyncListenersAreHeldWeaklyOnePerId() async throws {
+        let (h, _) = try await harness(stableDelay: .seconds(3600), firstSweep: false)
+        var first: Recorder? = Recorder()
+        let second = Recorder()
+        let replaced = Recorder()
+        h.vault.addSyncListener("one", replaced)
+        h.vault.addSyncListener("one", try XCTUnwrap(first))
+        h.vault.addSyncListener("two", second)
+        weak let released = first
+        first = nil
+        XCTAssertNil(released, "the vault does not keep a listener alive")
+        try await h.vault.syncNow()
+        h.drain()
+        XCTAssertEqual(replaced.lines, [], "registering an id again replaced its listener")
+        XCTAssertEqual(second.lines, ["conversations started", "conversations 0", "messages started", "messages 0 caughtUp"])
+        h.vault.removeSyncListener("two")
+        try await h.vault.syncNow()
+        h.drain()
+        XCTAssertEqual(second.lines.count, 4, "removed")
     }
 
     // MARK: - When a sweep starts
