@@ -77,7 +77,7 @@ final class FuzzBackend: ChatBackend {
     func latestSyncPoint() async throws(BackendError) -> ChangeLogPage {
         ChangeLogPage(changes: [], nextToken: "fuzz-0", serverTime: 1_700_000_000, hasMore: false)
     }
-    func downloadMedia(url: String) async throws(BackendError) -> MediaDownload { try await rest.downloadMedia(url: url) }
+    func downloadMedia(url: String) async throws(BackendError) -> MediaStream { try await rest.downloadMedia(url: url) }
     func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String { try await rest.resignMediaURL(url, messageId: messageId) }
     func connect() async throws(BackendError) { throw .unreachable }
     func disconnect() async {}

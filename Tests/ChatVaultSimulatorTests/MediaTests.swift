@@ -16,7 +16,10 @@ final class MediaTests: SimulatorTestCase {
     func testDownloadReturnsTheRegisteredBytes() async throws {
         simulator.registerMedia(url: url, bytes: bytes, mimeType: "image/jpeg")
         let bob = simulator.client(for: "bob")
-        await assertEqual(try await bob.downloadMedia(url: url), MediaDownload(bytes: bytes, mimeType: "image/jpeg"))
+        let download = try await bob.downloadMedia(url: url)
+        XCTAssertEqual(download.mimeType, "image/jpeg")
+        XCTAssertEqual(download.contentLength, Int64(bytes.count))
+        await assertEqual(try await download.allBytes(), bytes)
         let missing = await backendError(try await bob.downloadMedia(url: "https://media.test/none"))
         XCTAssertEqual(statusAndCode(missing), "404 ERR_NOT_FOUND")
     }
@@ -25,7 +28,7 @@ final class MediaTests: SimulatorTestCase {
         let id = try postCat()
         simulator.registerMedia(url: url, bytes: bytes, mimeType: "image/jpeg", expiresAt: clock.now + 60)
         let bob = simulator.client(for: "bob")
-        _ = try await bob.downloadMedia(url: url)
+        await assertEqual(try await bob.downloadMedia(url: url).allBytes(), bytes)
         clock.advance(by: 60)
         let expired = await backendError(try await bob.downloadMedia(url: url))
         XCTAssertEqual(statusAndCode(expired), "403 ERR_URL_EXPIRED")
@@ -33,7 +36,7 @@ final class MediaTests: SimulatorTestCase {
 
         let fresh = try await bob.resignMediaURL(url, messageId: id)
         XCTAssertNotEqual(fresh, url)
-        await assertEqual(try await bob.downloadMedia(url: fresh).bytes, bytes)
+        await assertEqual(try await bob.downloadMedia(url: fresh).allBytes(), bytes)
         let stillExpired = await backendError(try await bob.downloadMedia(url: url))
         XCTAssertEqual(statusAndCode(stillExpired), "403 ERR_URL_EXPIRED")
     }
@@ -49,7 +52,7 @@ final class MediaTests: SimulatorTestCase {
         await assertEqual(statusAndCode(await backendError(try await bob.downloadMedia(url: first))), "403 ERR_URL_EXPIRED")
         let second = try await bob.resignMediaURL(first, messageId: id)
         XCTAssertNotEqual(second, first)
-        await assertEqual(try await bob.downloadMedia(url: second).bytes, bytes)
+        await assertEqual(try await bob.downloadMedia(url: second).allBytes(), bytes)
     }
 
     func testReSigningChecksTheMessageAndItsAttachment() async throws {

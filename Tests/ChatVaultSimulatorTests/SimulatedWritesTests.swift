@@ -328,7 +328,10 @@ final class SimulatedWritesTests: SimulatorTestCase {
         XCTAssertEqual(attachment.fileExtension, "jpg")
         XCTAssertEqual(attachment.fileMimeType, "image/jpeg")
         XCTAssertEqual(attachment.fileSize, Double(bytes.count))
-        await assertEqual(try await bob.downloadMedia(url: attachment.fileUrl), MediaDownload(bytes: bytes, mimeType: "image/jpeg"))
+        let download = try await bob.downloadMedia(url: attachment.fileUrl)
+        XCTAssertEqual(download.mimeType, "image/jpeg")
+        XCTAssertEqual(download.contentLength, Int64(bytes.count))
+        await assertEqual(try await download.allBytes(), bytes)
 
         let second = try await alice.uploadMedia(path: path, name: "cat photo.jpg", mimeType: "")
         XCTAssertNotEqual(second["url"], answer["url"], "every upload gets a fresh URL")
@@ -377,7 +380,7 @@ final class SimulatedWritesTests: SimulatorTestCase {
         XCTAssertEqual(stored.fileSize, Double(bytes.count))
         let bobsView = try await bob.message(id: media.id)
         XCTAssertEqual(bobsView["data"]?["attachments"], [attachment], "the attachment as the upload answered it")
-        await assertEqual(try await bob.downloadMedia(url: stored.fileUrl).bytes, bytes)
+        await assertEqual(try await bob.downloadMedia(url: stored.fileUrl).allBytes(), bytes)
     }
 
     // MARK: The pipeline

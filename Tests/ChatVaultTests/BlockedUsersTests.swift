@@ -473,7 +473,7 @@ final class HookedBackend: ChatBackend {
         return try await client.changes(since: token, limit: limit)
     }
     // `latestSyncPoint()` is ChatBackend's default: it pages `changes` to the log's end.
-    func downloadMedia(url: String) async throws(BackendError) -> MediaDownload { try await client.downloadMedia(url: url) }
+    func downloadMedia(url: String) async throws(BackendError) -> MediaStream { try await client.downloadMedia(url: url) }
     func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String {
         try await client.resignMediaURL(url, messageId: messageId)
     }

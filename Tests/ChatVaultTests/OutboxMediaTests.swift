@@ -54,8 +54,8 @@ final class OutboxMediaTests: XCTestCase {
         let urls = try XCTUnwrap(sent["data"]?["attachments"]?.arrayValue).compactMap { $0["url"]?.stringValue }
         XCTAssertEqual(urls.count, 2)
         for (url, original) in zip(urls, [photo, notes]) {
-            let download = try await h.client.downloadMedia(url: url)
-            XCTAssertEqual(download.bytes, FileManager.default.contents(atPath: original.path))
+            let download = try await h.client.downloadMedia(url: url).allBytes()
+            XCTAssertEqual(download, FileManager.default.contents(atPath: original.path))
         }
         XCTAssertEqual(message.attachments.map(\.fileUrl), urls, "the object the app sent adopts the uploaded attachments")
         XCTAssertEqual(h.simulator.uploads.map(\.name), ["photo.jpg", "notes.pdf"])
@@ -79,8 +79,8 @@ final class OutboxMediaTests: XCTestCase {
         guard case .sent(_, let serverId)? = h.listener.events(for: localId).last else { return XCTFail("not sent") }
         let sent = try XCTUnwrap(h.simulator.messageJSON(serverId, as: "bob"))
         let url = try XCTUnwrap(sent["data"]?["attachments"]?.arrayValue?.first?["url"]?.stringValue)
-        let download = try await h.client.downloadMedia(url: url)
-        XCTAssertEqual(download.bytes, bytes, "uploaded from the cache's own copy")
+        let download = try await h.client.downloadMedia(url: url).allBytes()
+        XCTAssertEqual(download, bytes, "uploaded from the cache's own copy")
         XCTAssertEqual(h.simulator.uploads.count, 1)
         XCTAssertFalse(recorder.isSent, "the closures of the first launch are gone")
         XCTAssertFalse(FileManager.default.fileExists(atPath: try h.cacheDirectoryPath() + "/outgoing/\(localId)"))

@@ -48,9 +48,9 @@ final class UploadBatchTests: XCTestCase {
             XCTAssertEqual(recorder.states(of: item.fileId), [.queued, .uploading, .uploaded])
             let attachment = try XCTUnwrap(item.attachment)
             XCTAssertEqual(attachment.localPath, item.localCopyPath)
-            let download = try await h.client.downloadMedia(url: attachment.fileUrl)
+            let download = try await h.client.downloadMedia(url: attachment.fileUrl).allBytes()
             let original = try XCTUnwrap(originals.first { $0.lastPathComponent == item.name })
-            XCTAssertEqual(download.bytes, FileManager.default.contents(atPath: original.path))
+            XCTAssertEqual(download, FileManager.default.contents(atPath: original.path))
         }
         XCTAssertEqual(try h.outgoingMediaRows().map(\.owner), ["upload-\(batchId)", "upload-\(batchId)"], "the copies count toward the budget")
         let again = try XCTUnwrap(h.vault.getExistingUploadFileRequest(receiverId: "bob", receiverType: .user, parentMessageId: 0))
@@ -92,8 +92,8 @@ final class UploadBatchTests: XCTestCase {
             let uploaded = try await request.retryAttachmentAndWait(fileId: item.fileId)
             XCTAssertEqual(uploaded.state, .uploaded)
             XCTAssertNil(uploaded.error)
-            let download = try await h.client.downloadMedia(url: try XCTUnwrap(uploaded.attachment?.fileUrl))
-            XCTAssertEqual(download.bytes, expected, "uploaded from the cache's own copy")
+            let download = try await h.client.downloadMedia(url: try XCTUnwrap(uploaded.attachment?.fileUrl)).allBytes()
+            XCTAssertEqual(download, expected, "uploaded from the cache's own copy")
         }
         XCTAssertEqual(request.getItems().map(\.state), [.uploaded, .uploaded])
         let already = try await request.retryAttachmentAndWait(fileId: failed[0].fileId)
@@ -154,8 +154,8 @@ final class UploadBatchTests: XCTestCase {
         let server = try XCTUnwrap(h.simulator.messageJSON(try XCTUnwrap(sent.sentIds.first), as: "bob"))
         let urls = try XCTUnwrap(server["data"]?["attachments"]?.arrayValue?.compactMap { $0["url"]?.stringValue })
         XCTAssertEqual(urls.count, 2)
-        let first = try await h.client.downloadMedia(url: urls[0])
-        XCTAssertEqual(first.bytes.count, 4000)
+        let first = try await h.client.downloadMedia(url: urls[0]).allBytes()
+        XCTAssertEqual(first.count, 4000)
         let folder = try h.cacheDirectoryPath() + "/outgoing/upload-\(batchId)"
         await waitUntil { !FileManager.default.fileExists(atPath: folder) }
         XCTAssertTrue(restored.getItems().isEmpty, "the sent files left the batch, which ended")

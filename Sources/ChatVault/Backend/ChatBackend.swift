@@ -136,14 +136,23 @@ public enum RealtimeEvent: Sendable, Equatable {
     case messagesRead(JSONValue)
 }
 
-/// Downloaded media bytes.
-public struct MediaDownload: Sendable, Equatable {
-    public var bytes: Data
+/// A media download as it arrives: the bytes come in chunks, so a large attachment never has to
+/// sit in memory whole.
+public struct MediaStream: Sendable {
+    /// What the server says the length is (absent for chunked answers; a hostile server may lie —
+    /// the engine bounds what it accepts whatever this says).
+    public var contentLength: Int64?
     public var mimeType: String?
+    /// The bytes in order; ends when the download is complete; an error (a `BackendError`) ends it
+    /// early. Iterate it once, from one task; cancelling that task, or dropping the stream, stops
+    /// the download. Like any `AsyncThrowingStream`, it may end without an error once its task is
+    /// cancelled: a cancelled consumer must not take that end for a complete download.
+    public var chunks: AsyncThrowingStream<Data, any Error>
 
-    public init(bytes: Data, mimeType: String?) {
-        self.bytes = bytes
+    public init(contentLength: Int64?, mimeType: String?, chunks: AsyncThrowingStream<Data, any Error>) {
+        self.contentLength = contentLength
         self.mimeType = mimeType
+        self.chunks = chunks
     }
 }
 
@@ -219,7 +228,10 @@ public protocol ChatBackend: Sendable {
     func latestSyncPoint() async throws(BackendError) -> ChangeLogPage
 
     // Media
-    func downloadMedia(url: String) async throws(BackendError) -> MediaDownload
+    /// Starts downloading an attachment. A URL that expired or is forbidden (401, 403, 410) or
+    /// unknown (404) throws `.server(status:code:message:)` here, before any bytes; once the
+    /// stream is answered, a failure mid-download ends `MediaStream.chunks` with a `BackendError`.
+    func downloadMedia(url: String) async throws(BackendError) -> MediaStream
     /// A fresh URL for an attachment whose URL expired (401/403/410).
     func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String
 

@@ -27,7 +27,7 @@ public struct UnreachableBackend: ChatBackend {
     public func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { throw .unreachable }
     public func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { throw .unreachable }
     public func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage { throw .unreachable }
-    public func downloadMedia(url: String) async throws(BackendError) -> MediaDownload { throw .unreachable }
+    public func downloadMedia(url: String) async throws(BackendError) -> MediaStream { throw .unreachable }
     public func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String { throw .unreachable }
     public func connect() async throws(BackendError) { throw .unreachable }
     public func disconnect() async {}

@@ -555,14 +555,19 @@ public final class SimulatedClient: ChatBackend {
 
     // MARK: - ChatBackend: media
 
-    /// The bytes registered for `url` (`ChatVaultSimulator.registerMedia`), or for the URL a
-    /// re-signed one stands for. 403 `ERR_URL_EXPIRED` once it expired, 404 if unknown.
-    public func downloadMedia(url: String) async throws(BackendError) -> MediaDownload {
+    /// Streams the bytes registered for `url` (`ChatVaultSimulator.registerMedia`), or for the URL
+    /// a re-signed one stands for, as `ChatVaultSimulator.setMediaBehaviour` says (default: 64 KiB
+    /// chunks, the true length). Thrown before any bytes: 403 `ERR_URL_EXPIRED` once it expired,
+    /// 404 if unknown, and the network's and faults' errors (`.ackLost` counts the download as
+    /// started, then `.timedOut`). Chunks are produced as the consumer asks for them, by its task;
+    /// if the device goes offline mid-download, the stream ends with `.unreachable`.
+    public func downloadMedia(url: String) async throws(BackendError) -> MediaStream {
         let (_, fault) = try await admit(.downloadMedia)
         let now = simulator.clock.now
-        let download = try onServer { (state, _) throws(BackendError) in try state.download(url: url, now: now) }
+        let serving = try onServer { (state, _) throws(BackendError) in try state.startDownload(url: url, now: now) }
+        let producer = MediaProducer(serving: serving, simulator: simulator, isOffline: { [weak self] in self?.network == .offline })
         try Self.settle(fault)
-        return download
+        return MediaStream(contentLength: serving.contentLength, mimeType: serving.mimeType, chunks: producer.stream)
     }
 
     /// A fresh URL for an attachment of `messageId` (given its original or a re-signed URL), valid

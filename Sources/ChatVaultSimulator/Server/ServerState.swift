@@ -32,6 +32,10 @@ struct ServerState {
     var resignedURLs: [String: (original: String, expiresAt: Double)] = [:]
     var resignSequence = 0
     var signedURLLifetime: Double = 3600
+    /// How each media URL is served (`ChatVaultSimulator.setMediaBehaviour`), and what was served,
+    /// both keyed by the registered URL (a re-signed URL counts for the one it stands for).
+    var mediaBehaviours: [String: SimulatedMediaBehaviour] = [:]
+    var mediaServed: [String: MediaServedCounts] = [:]
     /// Files devices uploaded, in order; the largest upload accepted.
     var uploads: [SimulatedUpload] = []
     var maxUploadBytes = 100 * 1024 * 1024

@@ -289,7 +289,14 @@ extension ServerState {
 
     // MARK: Media
 
-    func download(url: String, now: Double) throws(BackendError) -> MediaDownload {
+    /// The registered URL `url` stands for (itself, or the original of a re-signed URL).
+    func originalMediaURL(_ url: String) -> String {
+        resignedURLs[url]?.original ?? url
+    }
+
+    /// Starts serving `url`: 403 `ERR_URL_EXPIRED` once it expired, 404 if unknown; else counts
+    /// the download as started and in progress and answers what to stream.
+    mutating func startDownload(url: String, now: Double) throws(BackendError) -> MediaServing {
         var original = url
         if let signed = resignedURLs[url] {
             guard now < signed.expiresAt else { throw Self.expired }
@@ -297,7 +304,10 @@ extension ServerState {
         }
         guard let media = media[original] else { throw Self.notFound("media") }
         if original == url, let expiresAt = media.expiresAt, now >= expiresAt { throw Self.expired }
-        return MediaDownload(bytes: media.bytes, mimeType: media.mimeType)
+        mediaServed[original, default: MediaServedCounts()].started += 1
+        mediaServed[original, default: MediaServedCounts()].inProgress += 1
+        return MediaServing(key: original, bytes: media.bytes, mimeType: media.mimeType,
+                            behaviour: mediaBehaviours[original] ?? SimulatedMediaBehaviour())
     }
 
     static let expired = BackendError.server(status: 403, code: "ERR_URL_EXPIRED", message: "the media URL has expired")
