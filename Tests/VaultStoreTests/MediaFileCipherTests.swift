@@ -247,6 +247,20 @@ final class MediaFileCipherTests: XCTestCase {
         }
     }
 
+    func testLeftoversOfAKilledWriterAreRemovedAndNothingElse() throws {
+        let scratch = TemporaryDirectory()
+        let key = try MediaKey.generate()
+        try write(pattern(100, seed: 1), to: "\(scratch.path)/kept", key: key)
+        // What a writer killed mid-download leaves: its temporary file, named as a writer names it.
+        let leftover = "\(scratch.path)/\(MediaFileIO.temporaryName())"
+        XCTAssertTrue(FileManager.default.createFile(atPath: leftover, contents: Data([1, 2, 3])))
+        XCTAssertTrue(FileManager.default.createFile(atPath: "\(scratch.path)/.cvm-notes.txt", contents: Data()))
+        XCTAssertEqual(mkdir("\(scratch.path)/.cvm-dir.tmp", 0o700), 0)
+        XCTAssertEqual(MediaFileWriter.removeLeftovers(in: scratch.path), 1)
+        XCTAssertEqual(entries(scratch.path), [".cvm-dir.tmp", ".cvm-notes.txt", "kept"])
+        XCTAssertEqual(MediaFileWriter.removeLeftovers(in: "\(scratch.path)/missing"), 0)
+    }
+
     func testCommitIsAtomicAndASecondCommitOfTheNameReplacesIt() throws {
         let scratch = TemporaryDirectory()
         let key = try MediaKey.generate()

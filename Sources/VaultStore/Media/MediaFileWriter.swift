@@ -129,6 +129,22 @@ public final class MediaFileWriter {
         finished = true
     }
 
+    /// Removes the temporary files (`.cvm-<hex>.tmp`) that writers killed before `commit` or
+    /// `abort` left in `directory` (a crash, SIGKILL); returns how many. Call it only while no
+    /// writer is at work in that directory (when the cache opens): it removes theirs too.
+    @discardableResult
+    public static func removeLeftovers(in directory: String) -> Int {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return 0 }
+        var removed = 0
+        for name in names where name.hasPrefix(".cvm-") && name.hasSuffix(".tmp") {
+            var st = stat()
+            let path = "\(directory)/\(name)"
+            guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { continue }
+            if unlink(path) == 0 { removed += 1 }
+        }
+        return removed
+    }
+
     private func checkUsable() throws(MediaFileError) {
         if finished { throw .io(operation: "media writer already committed or aborted", errno: EBADF) }
         if failed { throw .io(operation: "media writer failed earlier", errno: EIO) }
