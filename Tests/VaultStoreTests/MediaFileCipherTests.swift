@@ -148,6 +148,56 @@ final class MediaFileCipherTests: XCTestCase {
         XCTAssertEqual(try MediaFileReader.verify(path, key: key), Int64(size))
     }
 
+    func testEveryHeaderBitAndHundredsOfRandomFlipsAndCutsAreDamagedNeverATrap() throws {
+        let scratch = TemporaryDirectory()
+        let key = try MediaKey.generate()
+        let original = try Array(fileBytes(of: pattern(2 * chunk + 77, seed: 6), key: key, in: scratch.path))
+        let path = "\(scratch.path)/mutant"
+        var mutants: [[UInt8]] = []
+        for bit in 0..<(header * 8) {
+            var bytes = original
+            bytes[bit / 8] ^= UInt8(1) << UInt8(bit % 8)
+            mutants.append(bytes)
+        }
+        var generator = SplitMix(seed: 0x6d63_7279_7074)
+        for _ in 0..<300 {
+            var bytes = original
+            let at = Int(generator.next() % UInt64(bytes.count))
+            bytes[at] ^= UInt8(truncatingIfNeeded: generator.next() % 255 + 1)
+            mutants.append(bytes)
+            mutants.append(Array(original[..<Int(generator.next() % UInt64(original.count))]))
+        }
+        for (n, bytes) in mutants.enumerated() {
+            XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+            XCTAssertThrowsError(try MediaFileReader.verify(path, key: key), "mutant \(n)") { error in
+                guard case .damaged = error as? MediaFileError else { return XCTFail("mutant \(n): \(error)") }
+            }
+        }
+    }
+
+    func testAFIFOOrADirectoryUnderTheNameIsAnErrorNotAHang() async throws {
+        let scratch = TemporaryDirectory()
+        let key = try MediaKey.generate()
+        let fifo = "\(scratch.path)/fifo"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        XCTAssertEqual(mkdir("\(scratch.path)/dir", 0o700), 0)
+        for path in [fifo, "\(scratch.path)/dir"] {
+            XCTAssertThrowsError(try MediaFileReader.verify(path, key: key)) { error in
+                XCTAssertEqual(error as? MediaFileError, .io(operation: "media file is not a regular file", errno: EINVAL))
+            }
+            XCTAssertThrowsError(try MediaFileReader.read(path, key: nil, maxBytes: 10))
+        }
+        XCTAssertThrowsError(try MediaFileReader.verify("\(scratch.path)/missing", key: key)) { error in
+            XCTAssertEqual(error as? MediaFileError, .io(operation: "open media file", errno: ENOENT))
+        }
+        do {
+            _ = try await collect(MediaFileReader.chunks("\(scratch.path)/missing", key: key))
+            XCTFail("no error")
+        } catch {
+            XCTAssertEqual(error as? MediaFileError, .io(operation: "open media file", errno: ENOENT))
+        }
+    }
+
     func testChunksYieldOnlyVerifiedChunksBeforeTheDamagedOne() async throws {
         let scratch = TemporaryDirectory()
         let key = try MediaKey.generate()
@@ -550,6 +600,19 @@ final class MediaFileCipherTests: XCTestCase {
         return entries(directory).filter { name in
             guard let bytes = FileManager.default.contents(atPath: "\(directory)/\(name)") else { return false }
             return bytes.range(of: needle) != nil
+        }
+    }
+
+    /// A small seeded generator, so a failing mutant can be found again.
+    private struct SplitMix {
+        var state: UInt64
+        init(seed: UInt64) { state = seed }
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
         }
     }
 

@@ -117,9 +117,10 @@ enum MediaFileIO {
         if st.st_uid != geteuid() { throw .io(operation: "directory belongs to another user; refused", errno: EPERM) }
     }
 
-    /// Opens a media file for reading: a regular file, never through a symbolic link.
+    /// Opens a media file for reading: a regular file, never through a symbolic link. Opened
+    /// non-blocking, so a FIFO planted under the name is refused instead of hanging the open.
     static func openForReading(_ path: String) throws(MediaFileError) -> (fd: Int32, size: Int64) {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw .io(operation: "open media file", errno: errno) }
         var st = stat()
         guard fstat(fd, &st) == 0 else {
