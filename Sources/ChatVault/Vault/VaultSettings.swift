@@ -43,7 +43,10 @@ public struct RetryPolicy: Sendable, Equatable {
 /// How the catch-up sync pages and paces itself (`VaultSettings.sync`).
 public struct SyncSettings: Sendable, Equatable {
     /// Changes asked for per page of the change log; each page is written in one transaction
-    /// with the sync point it reaches. Clamped to 1...5000.
+    /// with the sync point it reaches. Clamped to 1...5000. Default 2000: a page pays a commit
+    /// (its scattered index pages, a sync) and one write per conversation it touches, so small
+    /// pages are slow to ingest (`chatvault bench sync`, 100 conversations, encrypted: about 2.5×
+    /// the messages per second of 500-change pages; most of the gain is reached by 1000).
     public var pageSize: Int {
         didSet { pageSize = min(max(pageSize, 1), 5000) }
     }
@@ -66,7 +69,7 @@ public struct SyncSettings: Sendable, Equatable {
         didSet { conversationPageSize = min(max(conversationPageSize, 1), 50) }
     }
 
-    public init(pageSize: Int = 500, maxPagesPerSweep: Int = 20, maxChangesPerPage: Int? = nil,
+    public init(pageSize: Int = 2000, maxPagesPerSweep: Int = 20, maxChangesPerPage: Int? = nil,
                 forceCooldown: Duration = .seconds(10), flushWait: Duration = .seconds(20), conversationPageSize: Int = 50) {
         self.pageSize = min(max(pageSize, 1), 5000)
         self.maxPagesPerSweep = max(maxPagesPerSweep, 1)
