@@ -7,7 +7,7 @@ import VaultStore
 enum BenchCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
         guard let benchmark = raw.first, !benchmark.hasPrefix("-") else {
-            throw CLIError.usage("bench needs a benchmark: chatvault bench open [--runs N] [--messages M] [--keystore secret-service|file|memory] [--json], chatvault bench reads [--runs N] [--messages M] [--conversations C] [--json], or chatvault bench outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json], or chatvault bench sync [--runs N] [--messages M] [--quick] [--json]")
+            throw CLIError.usage("bench needs a benchmark: chatvault bench open [--runs N] [--messages M] [--keystore secret-service|file|memory] [--json], chatvault bench reads [--runs N] [--messages M] [--conversations C] [--json], chatvault bench outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json], or chatvault bench sync [--runs N] [--messages M] [--quick] [--json]")
         }
         switch benchmark {
         case "open": return try OpenBenchCommand.run(Array(raw.dropFirst()))

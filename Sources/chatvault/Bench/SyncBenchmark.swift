@@ -12,14 +12,15 @@ import VaultStore
 /// one (real ChatVault caches: `SyncBenchCache`). Building a page is not timed; parsing it is. The
 /// log is built and written one page at a time (never held whole). Three measurements:
 ///
-/// - `pageSizes`: for page sizes 100, 500 (`SyncSettings.pageSize`'s default) and 2000, M messages
+/// - `pageSizes`: for page sizes 100, 500 and 2000 (`SyncSettings.pageSize`'s default), M messages
 ///   (default 20,000) into a fresh cache, N runs (default 5) per size and cache, the caches
 ///   alternating; messages per second of each run (M over the summed page times), median.
-/// - `growth`: one run per cache at the default page size up to G messages (default 310,000): the
-///   rate over the 10,000 messages ingested after the cache holds 10k, 100k and 300k messages
-///   (`slowestOverFastest`: how flat it stays).
-/// - `memory`: the encrypted growth run's first 100,000 messages: peak resident memory (`VmHWM`,
-///   reset just before with `/proc/self/clear_refs`) above the resident memory at that moment.
+/// - `growth`: both caches grown together at the default page size (a page to each in turn) to
+///   320,000 messages: the median rate of the pages ingested in the 20,000 messages after the
+///   cache holds 10k, 100k and 300k messages (`slowestOverFastest`: how flat it stays).
+/// - `memory`: 100,000 messages streamed into a fresh encrypted cache at the default page size:
+///   peak resident memory (`VmHWM`, reset once the cache is open with `/proc/self/clear_refs`)
+///   above the resident memory at that moment. Runs first.
 ///
 /// `--quick` (CI-sized, figures meaningless): 1 run of 2,000 messages per page size, growth with
 /// windows W of max(1,000, default page size) messages at checkpoints W, 3W and 5W, memory over
@@ -85,7 +86,7 @@ enum SyncBenchCommand {
         let window = max(1_000, SyncBenchmark.defaultPageSize)
         var sizing = quick
             ? Sizing(runs: 1, messages: 2_000, checkpoints: [window, 3 * window, 5 * window], window: window, memoryMessages: 2_000, quick: true)
-            : Sizing(runs: defaultRuns, messages: defaultMessages, checkpoints: [10_000, 100_000, 300_000], window: 10_000,
+            : Sizing(runs: defaultRuns, messages: defaultMessages, checkpoints: [10_000, 100_000, 300_000], window: 20_000,
                      memoryMessages: 100_000, quick: false)
         sizing.runs = try args.int("runs", default: sizing.runs, range: 1...1_000)
         sizing.messages = try args.int("messages", default: sizing.messages, range: 100...10_000_000)
@@ -153,8 +154,9 @@ struct SyncBenchmark {
     }
 
     mutating func run() async throws -> SyncBenchReport {
-        // Growth and memory first, while the process is young (its heap not yet grown by the rest).
-        let (growth, memory) = try await growthRun()
+        // Memory first, while the process is young (its heap not yet grown by the rest).
+        let memory = try await memoryRun()
+        let growth = try await growthRun()
         var sizes: [PageSizeResult] = []
         for pageSize in SyncBenchCommand.pageSizes {
             var encrypted = Rate(perSecond: [], pageMs: [])
@@ -210,48 +212,79 @@ struct SyncBenchmark {
         guard held == messages else { throw CLIError.failure("the cache holds \(held) messages after ingesting \(messages)") }
     }
 
-    /// One cache per side grown to `sizing.growthTo` at the default page size; the window rates at
-    /// each checkpoint, and (encrypted side) the peak memory over the first `memoryMessages`.
-    private mutating func growthRun() async throws -> ([Checkpoint], Memory) {
-        var rates: [Bool: [Double]] = [:]
-        var memory: Memory?
-        for encryption in [true, false] {
-            let side = try await open(encryption: encryption)
-            do {
-                var windows: [Int: Double] = [:]
-                var next = 1
-                var baseline = ResidentMemory.read()?.rssKiB ?? 0
-                let reset = encryption ? ResidentMemory.resetPeak() : false
-                if encryption { baseline = ResidentMemory.read()?.rssKiB ?? baseline }
-                while next <= sizing.growthTo {
-                    let cached = next - 1
-                    let count = min(SyncBenchmark.defaultPageSize, sizing.growthTo - cached)
-                    let page = log.page(from: next, count: count, hasMore: next + count <= sizing.growthTo)
-                    let ms = try side.ingest(page)
-                    next += count
-                    // The window a page belongs to: the first checkpoint it is at or past, within a window.
-                    if let checkpoint = sizing.checkpoints.first(where: { cached >= $0 && cached < $0 + sizing.window }) {
-                        windows[checkpoint, default: 0] += ms
-                    }
-                    if encryption, memory == nil, next - 1 >= sizing.memoryMessages {
-                        let now = ResidentMemory.read()
-                        memory = Memory(messages: next - 1, baselineKiB: baseline, peakKiB: now?.peakKiB ?? 0, peakReset: reset)
-                    }
-                }
-                try verify(side, holds: sizing.growthTo)
-                rates[encryption] = sizing.checkpoints.map { Double(sizing.window) / ((windows[$0] ?? .infinity) / 1_000) }
-            } catch {
-                await side.close()
-                throw error
+    /// The peak memory of `sizing.memoryMessages` streamed into a fresh encrypted cache at the
+    /// default page size (the peak reset once the cache is open).
+    private mutating func memoryRun() async throws -> Memory {
+        let side = try await open(encryption: true)
+        let path = "\(root)/encrypted-\(serial)"
+        do {
+            let reset = ResidentMemory.resetPeak()
+            let baseline = ResidentMemory.read()?.rssKiB ?? 0
+            var next = 1
+            while next <= sizing.memoryMessages {
+                let count = min(SyncBenchmark.defaultPageSize, sizing.memoryMessages - next + 1)
+                _ = try side.ingest(log.page(from: next, count: count, hasMore: next + count <= sizing.memoryMessages))
+                next += count
             }
+            let peak = ResidentMemory.read()?.peakKiB ?? 0
+            try verify(side, holds: sizing.memoryMessages)
             await side.close()
-            try? FileManager.default.removeItem(atPath: "\(root)/\(encryption ? "encrypted" : "plaintext")-\(serial)")
+            try? FileManager.default.removeItem(atPath: path)
+            return Memory(messages: sizing.memoryMessages, baselineKiB: baseline, peakKiB: peak, peakReset: reset)
+        } catch {
+            await side.close()
+            throw error
         }
-        let checkpoints = sizing.checkpoints.indices.map { i in
-            Checkpoint(cached: sizing.checkpoints[i], encrypted: rates[true]?[i] ?? 0, plaintext: rates[false]?[i] ?? 0)
+    }
+
+    /// Both caches grown to `sizing.growthTo` at the default page size, a page to each in turn (so
+    /// both meet the same machine); at each checkpoint, the median rate of the pages ingested within
+    /// the window after it.
+    private mutating func growthRun() async throws -> [Checkpoint] {
+        let encrypted = try await open(encryption: true)
+        let encryptedPath = "\(root)/encrypted-\(serial)"
+        let plaintext: SyncBenchCache
+        do {
+            plaintext = try await open(encryption: false)
+        } catch {
+            await encrypted.close()
+            throw error
         }
-        guard let memory else { throw CLIError.failure("the memory measurement did not run") }
-        return (checkpoints, memory)
+        let plaintextPath = "\(root)/plaintext-\(serial)"
+        var rates: [Bool: [Int: [Double]]] = [:]
+        do {
+            var next = 1
+            while next <= sizing.growthTo {
+                let cached = next - 1
+                let count = min(SyncBenchmark.defaultPageSize, sizing.growthTo - cached)
+                let page = log.page(from: next, count: count, hasMore: next + count <= sizing.growthTo)
+                // The window a page belongs to: the checkpoint it starts at or after, within a window.
+                let checkpoint = sizing.checkpoints.first { cached >= $0 && cached < $0 + sizing.window }
+                // Alternate which cache goes first.
+                let sides = [(true, encrypted), (false, plaintext)]
+                for k in 0..<2 {
+                    let (encryption, side) = sides[(k + cached / SyncBenchmark.defaultPageSize) % 2]
+                    let ms = try side.ingest(page)
+                    if let checkpoint { rates[encryption, default: [:]][checkpoint, default: []].append(Double(count) / (ms / 1_000)) }
+                }
+                next += count
+            }
+            try verify(encrypted, holds: sizing.growthTo)
+            try verify(plaintext, holds: sizing.growthTo)
+        } catch {
+            await encrypted.close()
+            await plaintext.close()
+            throw error
+        }
+        await encrypted.close()
+        await plaintext.close()
+        try? FileManager.default.removeItem(atPath: encryptedPath)
+        try? FileManager.default.removeItem(atPath: plaintextPath)
+        func median(_ encryption: Bool, _ checkpoint: Int) -> Double {
+            guard let samples = rates[encryption]?[checkpoint], !samples.isEmpty else { return 0 }
+            return TimingSummary(samples).medianMs
+        }
+        return sizing.checkpoints.map { Checkpoint(cached: $0, encrypted: median(true, $0), plaintext: median(false, $0)) }
     }
 }
 
@@ -361,7 +394,7 @@ struct SyncBenchReport {
         }
         lines.append(table.render())
         lines.append("")
-        lines.append("as the cache grows (pages of \(SyncBenchmark.defaultPageSize), rate over the \(sizing.window) messages after each point):")
+        lines.append("as the cache grows (both caches a page in turn, pages of \(SyncBenchmark.defaultPageSize); median page rate over the \(sizing.window) messages after each point):")
         var grow = Table(header: ["cached messages", "encrypted", "plaintext", "encrypted / plaintext (time)"])
         for c in growth { grow.rows.append([String(c.cached), rate(c.encrypted), rate(c.plaintext), ratioText(c.ratio)]) }
         lines.append(grow.render())
