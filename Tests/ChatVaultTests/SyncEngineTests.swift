@@ -627,7 +627,7 @@ final class SyncEngineTests: XCTestCase {
         XCTAssertEqual(endless.outcome, .partial)
         XCTAssertEqual(vault.getLastSyncTimestamp(), Int(WireLimits.maxWireNumber))
         let made = calls.withLock { $0 }
-        XCTAssertEqual(made, 20 * 51, "20 pages a sweep, then at most 50 follow-up sweeps")
+        XCTAssertEqual(made, 5 * 51, "5 pages a sweep, then at most 50 follow-up sweeps")
     }
 
     // MARK: - forceSyncNow

@@ -145,31 +145,59 @@ package enum MessageRows {
     static func source(code: Int) -> MessageSource { code == 1 ? .sync : .realtime }
 
     static func upsert(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, in db: Database) throws {
-        let payload = DatabaseValue.blob(BinaryJSON.encode(wire))
-        let status = Int64(statusCodes.firstIndex(of: status(of: m, me: me)) ?? 2)
-        let sourceCode = Self.sourceCode(source)
-        let flags = MessageFlags.of(m, me: me)
-        let values: [DatabaseValue] = [
-            .text(m.conversationId), .int(Int64(m.parentMessageId)), .text(m.senderUid), .text(m.receiverUid),
-            .text(m.receiverType.rawValue), .text(m.messageCategory.rawValue), .text(wire["type"]?.stringValue ?? m.messageType.rawValue),
-            .int(Int64(m.sentAt)), .int(Int64(clampingWire: m.updatedAt)), .int(Int64(clampingWire: m.deletedAt)), .int(status), .int(sourceCode),
-            .int(flags), payload,
-        ]
-        let update = try db.cached("""
-            UPDATE messages SET conversation_id = ?, parent_id = ?, sender_id = ?, receiver_id = ?, receiver_type = ?,
-                category = ?, type = ?, sent_at = ?, updated_at = ?, deleted_at = ?, status = ?, source = ?, flags = ?, payload = ?
-            WHERE server_id = ?
-            """)
-        try update.bind(values + [.int(Int64(m.id))])
+        let update = try db.cached(updateSQL)
+        try bindRow(update, wire, m, me: me, source: source)
+        try update.bind(.int(Int64(m.id)), at: 15)
         while try update.step() {}
         if db.changes > 0 { return }
-        let insert = try db.cached("""
-            INSERT INTO messages (conversation_id, parent_id, sender_id, receiver_id, receiver_type, category, type, sent_at,
-                updated_at, deleted_at, status, source, flags, payload, server_id, local_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
-        try insert.bind(values + [.int(Int64(m.id)), m.localMessageId.map { .text($0) } ?? .null])
+        try insert(wire, m, me: me, source: source, statement: try db.cached(insertSQL))
+    }
+
+    /// Rewrites the cached row of a server message (its local id kept), with `updateSQL`
+    /// prepared by the caller (a batch reuses one statement).
+    static func update(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, statement update: Statement) throws {
+        try bindRow(update, wire, m, me: me, source: source)
+        try update.bind(.int(Int64(m.id)), at: 15)
+        while try update.step() {}
+    }
+
+    /// Writes a server message the cache does not hold, with `insertSQL` prepared by the caller.
+    static func insert(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, statement insert: Statement) throws {
+        try bindRow(insert, wire, m, me: me, source: source)
+        try insert.bind(.int(Int64(m.id)), at: 15)
+        try insert.bind(m.localMessageId.map { .text($0) } ?? .null, at: 16)
         while try insert.step() {}
+    }
+
+    static let updateSQL = """
+        UPDATE messages SET conversation_id = ?, parent_id = ?, sender_id = ?, receiver_id = ?, receiver_type = ?,
+            category = ?, type = ?, sent_at = ?, updated_at = ?, deleted_at = ?, status = ?, source = ?, flags = ?, payload = ?
+        WHERE server_id = ?
+        """
+
+    static let insertSQL = """
+        INSERT INTO messages (conversation_id, parent_id, sender_id, receiver_id, receiver_type, category, type, sent_at,
+            updated_at, deleted_at, status, source, flags, payload, server_id, local_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    /// Binds parameters 1...14 of `updateSQL` / `insertSQL` (the row's columns, then its payload).
+    private static func bindRow(_ stmt: Statement, _ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource) throws {
+        let status = Int64(statusCodes.firstIndex(of: status(of: m, me: me)) ?? 2)
+        try stmt.bind(.text(m.conversationId), at: 1)
+        try stmt.bind(.int(Int64(m.parentMessageId)), at: 2)
+        try stmt.bind(.text(m.senderUid), at: 3)
+        try stmt.bind(.text(m.receiverUid), at: 4)
+        try stmt.bind(.text(m.receiverType.rawValue), at: 5)
+        try stmt.bind(.text(m.messageCategory.rawValue), at: 6)
+        try stmt.bind(.text(wire["type"]?.stringValue ?? m.messageType.rawValue), at: 7)
+        try stmt.bind(.int(Int64(m.sentAt)), at: 8)
+        try stmt.bind(.int(Int64(clampingWire: m.updatedAt)), at: 9)
+        try stmt.bind(.int(Int64(clampingWire: m.deletedAt)), at: 10)
+        try stmt.bind(.int(status), at: 11)
+        try stmt.bind(.int(sourceCode(source)), at: 12)
+        try stmt.bind(.int(MessageFlags.of(m, me: me)), at: 13)
+        try stmt.bind(.blob(BinaryJSON.encode(wire)), at: 14)
     }
 
     static let columns = "payload, status, source, local_id, sent_at, server_id"

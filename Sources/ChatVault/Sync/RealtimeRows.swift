@@ -94,14 +94,44 @@ enum RealtimeRows {
     /// Updates (or creates) the conversation of a message the cache just wrote.
     static func touchConversation(_ wire: JSONValue, _ m: BaseMessage, newlyCached: Bool, previousFlags: Int64?, me: String,
                                   limits: WireLimits, in db: Database) throws {
-        var fields: [String: JSONValue]
-        if let object = try conversationFields(m.conversationId, in: db) {
-            fields = object
-        } else {
+        guard let fields = touched(try conversationFields(m.conversationId, in: db), wire, m, newlyCached: newlyCached,
+                                   previousFlags: previousFlags, me: me) else { return }
+        try write(fields, limits: limits, in: db)
+    }
+
+    /// What a message the cache just wrote does to its conversation's payload fields (`cached`:
+    /// nil when the conversation is not cached): the new fields, or nil when nothing changes (the
+    /// conversation is then not written).
+    static func touched(_ cached: [String: JSONValue]?, _ wire: JSONValue, _ m: BaseMessage, newlyCached: Bool,
+                        previousFlags: Int64?, me: String) -> [String: JSONValue]? {
+        var fields = cached
+        return touch(&fields, wire, m, newlyCached: newlyCached, previousFlags: previousFlags, me: me) ? fields : nil
+    }
+
+    /// `touched` in place, for the catch-up sync, which moves the fields it holds for a page
+    /// (`SyncPageBatch`) through the page's messages in turn and then writes each conversation
+    /// once. True when the fields changed; `conversation` (nil: not cached) is left as it was
+    /// otherwise.
+    static func touch(_ conversation: inout [String: JSONValue]?, _ wire: JSONValue, _ m: BaseMessage, newlyCached: Bool,
+                      previousFlags: Int64?, me: String) -> Bool {
+        guard var fields = conversation else {
             // Not cached: created from what a new message says; nothing else creates one.
-            guard newlyCached, updatesConversation(m) else { return }
-            fields = newConversation(wire, m, me: me)
+            guard newlyCached, updatesConversation(m) else { return false }
+            var created = newConversation(wire, m, me: me)
+            guard move(&created, wire, m, newlyCached: newlyCached, previousFlags: previousFlags, me: me) else { return false }
+            conversation = created
+            return true
         }
+        // Out of the optional while it changes, so the dictionary is not copied.
+        conversation = nil
+        let changed = move(&fields, wire, m, newlyCached: newlyCached, previousFlags: previousFlags, me: me)
+        conversation = fields
+        return changed
+    }
+
+    /// The rule itself: a message's effect on its (cached or just created) conversation's fields.
+    private static func move(_ fields: inout [String: JSONValue], _ wire: JSONValue, _ m: BaseMessage, newlyCached: Bool,
+                             previousFlags: Int64?, me: String) -> Bool {
         var changed = false
         let last = fields["lastMessage"]
         let lastId = last?["id"]?.intValue ?? 0
@@ -138,8 +168,7 @@ enum RealtimeRows {
             }
             changed = true
         }
-        guard changed else { return }
-        try write(fields, limits: limits, in: db)
+        return changed
     }
 
     /// A conversation as a message describes it: the other side is the message's sender (its

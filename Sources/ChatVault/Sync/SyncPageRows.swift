@@ -1,5 +1,5 @@
 import Foundation
-import VaultStore
+package import VaultStore
 
 /// One change of the catch-up log, validated (`SyncPageRows.parse`).
 enum SyncChange: Sendable {
@@ -25,7 +25,7 @@ enum SyncChange: Sendable {
 /// - A removed conversation goes with its messages; its unsent messages are removed from the
 ///   outbox (the caller reports them `.discarded` once the transaction commits), except those on
 ///   the wire at that moment, which report their own outcome.
-enum SyncPageRows {
+package enum SyncPageRows {
     struct Applied: Sendable {
         /// Messages new to the cache, in log order (they reach `onMessagesSynced`).
         var inserted: [BaseMessage] = []
@@ -74,39 +74,46 @@ enum SyncPageRows {
         !id.isEmpty && id.utf8.count <= 1024
     }
 
-    /// Applies validated changes in order.
+    /// Applies validated changes in order, as a batch (`SyncPageBatch`: the rows end as
+    /// `RealtimeRows.apply` would leave them message by message, each conversation written once).
     /// - Parameters:
     ///   - serverTime: the page's server time (a deletion's time when the log does not carry it).
     ///   - inFlight: outbox rows on the wire now (left to report their own outcome).
     static func apply(_ changes: [SyncChange], me: String, limits: WireLimits, serverTime: Int64, inFlight: Set<String>,
                       in db: Database) throws -> Applied {
         var applied = Applied()
+        let batch = try SyncPageBatch(me: me, in: db)
         for change in changes {
             switch change {
             case .upsert(let wire, let m):
                 m.messageStatus = MessageRows.status(of: m, me: me)
-                switch try RealtimeRows.apply(.received(wire, m), me: me, limits: limits, source: .sync, in: db) {
+                switch try batch.received(wire, m) {
                 case .inserted:
                     m.source = .sync
                     applied.inserted.append(m)
                 case .updated:
-                    if let row = try RealtimeRows.cachedRow(m.id, in: db) { m.source = row.source }
+                    if let row = try batch.row(m.id) { m.source = row.source }
                     applied.updated.append(m)
                 case .nothing:
                     break
                 }
             case .deleted(let id, _):
-                if let m = try markDeleted(id, at: serverTime, me: me, limits: limits, in: db) { applied.updated.append(m) }
+                if let m = try markDeleted(id, at: serverTime, me: me, limits: limits, batch: batch, in: db) { applied.updated.append(m) }
             case .conversationRemoved(let id):
+                // The removal reads and deletes conversation rows: what the batch holds goes first.
+                try batch.flush(limits: limits)
+                batch.forget()
                 applied.discarded += try removeConversation(id, inFlight: inFlight, in: db)
                 applied.removedConversations.append(id)
             }
         }
+        try batch.flush(limits: limits)
         return applied
     }
 
     /// Marks a cached message deleted; nil when the cache does not hold it (or it no longer decodes).
-    private static func markDeleted(_ id: Int, at time: Int64, me: String, limits: WireLimits, in db: Database) throws -> BaseMessage? {
+    private static func markDeleted(_ id: Int, at time: Int64, me: String, limits: WireLimits, batch: SyncPageBatch,
+                                    in db: Database) throws -> BaseMessage? {
         let stmt = try db.cached("SELECT payload FROM messages WHERE server_id = ?")
         try stmt.bind([.int(Int64(id))])
         let payload: JSONValue? = try {
@@ -119,8 +126,8 @@ enum SyncPageRows {
         let wire = JSONValue.object(fields)
         guard let m = try? WireDecoder(limits: limits, trusted: true).message(wire) else { return nil }
         m.messageStatus = MessageRows.status(of: m, me: me)
-        guard try RealtimeRows.apply(.deleted(wire, m), me: me, limits: limits, source: .sync, in: db) == .updated else { return nil }
-        if let row = try RealtimeRows.cachedRow(m.id, in: db) { m.source = row.source }
+        guard let source = try batch.changed(wire, m) else { return nil }
+        m.source = source
         return m
     }
 
@@ -131,5 +138,27 @@ enum SyncPageRows {
         for row in unsent { try OutboxRows.delete(row.localId, in: db) }
         _ = try Evictor.removeConversation(id, in: db)
         return unsent
+    }
+}
+
+// MARK: - For the package's tools
+
+extension SyncPageRows {
+    /// What `ingest` wrote: counts only (the tools print no message content).
+    package struct PageCounts: Sendable, Equatable {
+        package var inserted = 0
+        package var updated = 0
+        package var dropped = 0
+    }
+
+    /// One page of the change log as the sync engine writes it, for the package's tools
+    /// (`chatvault bench sync`): `parse`, `apply` (nothing in flight) and `SyncStateRows.advance`.
+    /// Call it inside a transaction, as the engine does, so the rows and the sync point commit
+    /// together.
+    package static func ingest(_ page: ChangeLogPage, me: String, limits: WireLimits, in db: Database) throws -> PageCounts {
+        let (changes, dropped) = parse(page.changes, limits: limits)
+        let applied = try apply(changes, me: me, limits: limits, serverTime: page.serverTime, inFlight: [], in: db)
+        try SyncStateRows.advance(token: page.nextToken, serverTime: page.serverTime, in: db)
+        return PageCounts(inserted: applied.inserted.count, updated: applied.updated.count, dropped: dropped)
     }
 }

@@ -15,10 +15,50 @@ enum BinaryJSON {
     /// is written to the cache is first held to `WireLimits.maxItemDepth`, which stays below it.
     static let maxDepth = 64
 
-    /// Encodes without recursion (a value of any depth).
+    /// Encodes a value of any depth: recursively (cheap: no work list) down to `maxDepth`, below
+    /// that without recursion. The bytes are the same either way.
     static func encode(_ value: JSONValue) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(256)
+        out.reserveCapacity(1024)
+        encode(value, depth: 0, into: &out)
+        return out
+    }
+
+    private static func encode(_ value: JSONValue, depth: Int, into out: inout [UInt8]) {
+        switch value {
+        case .null:
+            out.append(Tag.null.rawValue)
+        case .bool(let b):
+            out.append(b ? Tag.true.rawValue : Tag.false.rawValue)
+        case .int(let n):
+            out.append(Tag.int.rawValue)
+            varint(zigzag(n), into: &out)
+        case .double(let d):
+            out.append(Tag.double.rawValue)
+            let bits = d.bitPattern
+            for shift in stride(from: 0, to: 64, by: 8) { out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+        case .string(let s):
+            out.append(Tag.string.rawValue)
+            string(s, into: &out)
+        case .array where depth >= maxDepth, .object where depth >= maxDepth:
+            encodeIteratively(value, into: &out)
+        case .array(let items):
+            out.append(Tag.array.rawValue)
+            varint(UInt64(items.count), into: &out)
+            for item in items { encode(item, depth: depth + 1, into: &out) }
+        case .object(let fields):
+            out.append(Tag.object.rawValue)
+            varint(UInt64(fields.count), into: &out)
+            // Sorted keys, each before its value.
+            for (key, item) in fields.sorted(by: { $0.key < $1.key }) {
+                string(key, into: &out)
+                encode(item, depth: depth + 1, into: &out)
+            }
+        }
+    }
+
+    /// The same encoding without recursion (a value of any depth).
+    static func encodeIteratively(_ value: JSONValue, into out: inout [UInt8]) {
         enum Work {
             case value(JSONValue)
             case key(String)
@@ -28,20 +68,6 @@ enum BinaryJSON {
             switch work {
             case .key(let key):
                 string(key, into: &out)
-            case .value(.null):
-                out.append(Tag.null.rawValue)
-            case .value(.bool(let b)):
-                out.append(b ? Tag.true.rawValue : Tag.false.rawValue)
-            case .value(.int(let n)):
-                out.append(Tag.int.rawValue)
-                varint(zigzag(n), into: &out)
-            case .value(.double(let d)):
-                out.append(Tag.double.rawValue)
-                let bits = d.bitPattern
-                for shift in stride(from: 0, to: 64, by: 8) { out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
-            case .value(.string(let s)):
-                out.append(Tag.string.rawValue)
-                string(s, into: &out)
             case .value(.array(let items)):
                 out.append(Tag.array.rawValue)
                 varint(UInt64(items.count), into: &out)
@@ -54,9 +80,10 @@ enum BinaryJSON {
                     pending.append(.value(item))
                     pending.append(.key(key))
                 }
+            case .value(let scalar):
+                encode(scalar, depth: 0, into: &out)
             }
         }
-        return out
     }
 
     static func decode(_ bytes: [UInt8]) throws -> JSONValue {

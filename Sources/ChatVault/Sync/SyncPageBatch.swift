@@ -1,0 +1,106 @@
+import Foundation
+import VaultStore
+
+/// One page of the catch-up log written as a batch, inside the page's transaction: the same rows
+/// as `RealtimeRows.apply` writes message by message (`.received` with `source: .sync`, and
+/// `.deleted` for a deletion), for less work per message:
+///
+/// - each statement is looked up once per page, not once per message;
+/// - a message row is written with one statement: the cached-row check already says whether it is
+///   an UPDATE or an INSERT;
+/// - a conversation is read (and decoded) once per page and written (validated, encoded) once, at
+///   `flush()`, after every message of the page has moved it in turn through the same rule
+///   (`RealtimeRows.touched`) on the fields held here. So its last message, activity and unread
+///   counts end as they would after one write per message.
+///
+/// Message rows are written at once, so a later change of the page (a re-delivery, an edit, a
+/// deletion) sees them as the per-message path does. Whatever else reads conversation rows within
+/// the page must `flush()` first, and `forget()` what it changes (a removed conversation).
+final class SyncPageBatch {
+    private let db: Database
+    private let me: String
+    private let cachedRow: Statement
+    private let update: Statement
+    private let insert: Statement
+
+    /// Conversations read or changed by this page: nil fields when not cached; `dirty` when
+    /// changed since read (written by `flush`), in the order first changed.
+    private var conversations: [String: (fields: [String: JSONValue]?, dirty: Bool)] = [:]
+    private var dirtyOrder: [String] = []
+
+    init(me: String, in db: Database) throws {
+        self.db = db
+        self.me = me
+        cachedRow = try db.cached("SELECT source, flags FROM messages WHERE server_id = ?")
+        update = try db.cached(MessageRows.updateSQL)
+        insert = try db.cached(MessageRows.insertSQL)
+    }
+
+    /// `RealtimeRows.apply(.received(wire, m), source: .sync)`.
+    func received(_ wire: JSONValue, _ m: BaseMessage) throws -> RealtimeRows.Written {
+        if let local = m.localMessageId {
+            // An echo of our own send before its acknowledgement: the outbox writes it.
+            if m.senderUid == me, try db.scalarInt("SELECT 1 FROM outbox WHERE local_id = ?", .text(local)) != nil { return .nothing }
+            // A local id another cached message holds is not taken over (it is unique).
+            if try db.scalarInt("SELECT 1 FROM messages WHERE local_id = ? AND server_id IS NOT ?", .text(local), .int(Int64(m.id))) != nil {
+                m.localMessageId = nil
+            }
+        }
+        let existing = try row(m.id)
+        if let existing {
+            try MessageRows.update(wire, m, me: me, source: existing.source, statement: update)
+        } else {
+            try MessageRows.insert(wire, m, me: me, source: .sync, statement: insert)
+        }
+        try touch(wire, m, newlyCached: existing == nil, previousFlags: existing?.flags)
+        return existing == nil ? .inserted : .updated
+    }
+
+    /// `RealtimeRows.apply(.deleted(wire, m))` (and `.edited`): the cached copy replaced, keeping
+    /// how it first arrived; nil when the cache does not hold it, else that source.
+    func changed(_ wire: JSONValue, _ m: BaseMessage) throws -> MessageSource? {
+        guard let existing = try row(m.id) else { return nil }
+        try MessageRows.update(wire, m, me: me, source: existing.source, statement: update)
+        try touch(wire, m, newlyCached: false, previousFlags: existing.flags)
+        return existing.source
+    }
+
+    /// The cached row's source and flags (`RealtimeRows.cachedRow`).
+    func row(_ serverId: Int) throws -> RealtimeRows.CachedRow? {
+        try cachedRow.bind(.int(Int64(serverId)), at: 1)
+        defer { cachedRow.reset() }
+        guard try cachedRow.step() else { return nil }
+        return RealtimeRows.CachedRow(source: MessageRows.source(code: cachedRow.int(0)), flags: cachedRow.int64(1))
+    }
+
+    private func touch(_ wire: JSONValue, _ m: BaseMessage, newlyCached: Bool, previousFlags: Int64?) throws {
+        let id = m.conversationId
+        if conversations[id] == nil {
+            // Read once per page (nil: not cached, or a payload that no longer decodes).
+            conversations[id] = (try RealtimeRows.conversationFields(id, in: db), false)
+        }
+        // In place (the dictionary's modify accessor): the fields are not copied per message.
+        guard RealtimeRows.touch(&conversations[id, default: (nil, false)].fields, wire, m, newlyCached: newlyCached,
+                                 previousFlags: previousFlags, me: me) else { return }
+        if conversations[id]?.dirty == false {
+            conversations[id]?.dirty = true
+            dirtyOrder.append(id)
+        }
+    }
+
+    /// Writes every conversation the page changed (validated, as `RealtimeRows.write` does).
+    func flush(limits: WireLimits) throws {
+        for id in dirtyOrder {
+            guard let entry = conversations[id], entry.dirty, let fields = entry.fields else { continue }
+            try RealtimeRows.write(fields, limits: limits, in: db)
+            conversations[id] = (fields, false)
+        }
+        dirtyOrder.removeAll(keepingCapacity: true)
+    }
+
+    /// Drops what is held (after something else changed conversation rows): read again when needed.
+    func forget() {
+        conversations.removeAll(keepingCapacity: true)
+        dirtyOrder.removeAll(keepingCapacity: true)
+    }
+}
