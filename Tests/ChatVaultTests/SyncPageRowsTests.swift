@@ -240,7 +240,7 @@ final class SyncPageRowsTests: XCTestCase {
         var applied = SyncPageRows.Applied()
         for change in changes {
             switch change {
-            case .upsert(let wire, let m):
+            case .upsert(let wire, let m, _):
                 m.messageStatus = MessageRows.status(of: m, me: me)
                 switch try RealtimeRows.apply(.received(wire, m), me: me, limits: limits, source: .sync, in: db) {
                 case .inserted:

@@ -155,15 +155,19 @@ package enum MessageRows {
 
     /// Rewrites the cached row of a server message (its local id kept), with `updateSQL`
     /// prepared by the caller (a batch reuses one statement).
-    static func update(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, statement update: Statement) throws {
-        try bindRow(update, wire, m, me: me, source: source)
+    /// - Parameter encoded: `BinaryJSON.encode(wire)` when the caller has it already (the catch-up
+    ///   sync encodes a page's payloads before its transaction, off the writer).
+    static func update(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, encoded: [UInt8]? = nil,
+                       statement update: Statement) throws {
+        try bindRow(update, wire, m, me: me, source: source, encoded: encoded)
         try update.bind(.int(Int64(m.id)), at: 15)
         while try update.step() {}
     }
 
     /// Writes a server message the cache does not hold, with `insertSQL` prepared by the caller.
-    static func insert(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, statement insert: Statement) throws {
-        try bindRow(insert, wire, m, me: me, source: source)
+    static func insert(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, encoded: [UInt8]? = nil,
+                       statement insert: Statement) throws {
+        try bindRow(insert, wire, m, me: me, source: source, encoded: encoded)
         try insert.bind(.int(Int64(m.id)), at: 15)
         try insert.bind(m.localMessageId.map { .text($0) } ?? .null, at: 16)
         while try insert.step() {}
@@ -182,7 +186,8 @@ package enum MessageRows {
         """
 
     /// Binds parameters 1...14 of `updateSQL` / `insertSQL` (the row's columns, then its payload).
-    private static func bindRow(_ stmt: Statement, _ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource) throws {
+    private static func bindRow(_ stmt: Statement, _ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource,
+                                encoded: [UInt8]? = nil) throws {
         let status = Int64(statusCodes.firstIndex(of: status(of: m, me: me)) ?? 2)
         try stmt.bind(.text(m.conversationId), at: 1)
         try stmt.bind(.int(Int64(m.parentMessageId)), at: 2)
@@ -197,7 +202,7 @@ package enum MessageRows {
         try stmt.bind(.int(status), at: 11)
         try stmt.bind(.int(sourceCode(source)), at: 12)
         try stmt.bind(.int(MessageFlags.of(m, me: me)), at: 13)
-        try stmt.bind(.blob(BinaryJSON.encode(wire)), at: 14)
+        try stmt.bind(.blob(encoded ?? BinaryJSON.encode(wire)), at: 14)
     }
 
     static let columns = "payload, status, source, local_id, sent_at, server_id"

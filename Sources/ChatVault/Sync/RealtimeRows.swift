@@ -197,9 +197,13 @@ enum RealtimeRows {
     }
 
     /// Validates a conversation built from cached and event fields, and writes it.
-    static func write(_ fields: [String: JSONValue], limits: WireLimits, in db: Database) throws {
+    /// - Parameter trusted: the fields are a cached payload moved only by messages validated
+    ///   already (the catch-up batch): decoded as cached rows are, without measuring the whole
+    ///   payload again (it is bounded by what it was built from: the cached conversation and one
+    ///   validated message).
+    static func write(_ fields: [String: JSONValue], limits: WireLimits, trusted: Bool = false, in db: Database) throws {
         let wire = JSONValue.object(fields)
-        let conversation = try WireDecoder(limits: limits).conversation(wire)
+        let conversation = try WireDecoder(limits: limits, trusted: trusted).conversation(wire)
         try ConversationRows.upsert(wire, conversation, in: db)
     }
 

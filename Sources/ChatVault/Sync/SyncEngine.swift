@@ -357,32 +357,46 @@ extension OfflineVault {
         }
         var restarted = false
         var pages = 0
+        // The next page is fetched and parsed while this one is written (another core parses and
+        // encodes what the writer will write next); a page whose write fails drops what was
+        // fetched after it, so the sync point still resumes at the last committed page.
+        var pending = fetchPage(after: token, pageSize: pageSize, ceiling: ceiling, limits: limits)
         while true {
-            guard isCurrent(context) else { return failed(phase, Self.superseded) }
+            guard isCurrent(context) else {
+                pending.cancel()
+                return failed(phase, Self.superseded)
+            }
+            let fetched = await pending.value
             let page: ChangeLogPage
-            do {
-                page = try await backend.changes(since: token, limit: pageSize)
-            } catch {
+            let changes: [SyncChange]
+            switch fetched {
+            case .failed(let error):
                 if error.isSyncTokenRejected, !restarted, token != nil {
                     // Retrying the same token cannot help: forget it and take what the log still gives.
                     restarted = true
                     token = nil
                     _ = try? await cache.writer.run { db in try SyncStateRows.forgetToken(in: db) }
+                    pending = fetchPage(after: nil, pageSize: pageSize, ceiling: ceiling, limits: limits)
                     continue
                 }
                 return await recordFailure(phase, Self.exception(for: error), cache: cache)
-            }
-            guard page.changes.count <= ceiling else {
+            case .tooLarge(let count):
                 return await recordFailure(phase, CometChatException(.invalidServerResponse,
-                                                                     "The change log page held \(page.changes.count) changes (at most \(ceiling))."),
+                                                                     "The change log page held \(count) changes (at most \(ceiling))."),
                                            cache: cache)
+            case .page(let answer, let parsed, let dropped):
+                page = answer
+                changes = parsed
+                phase.dropped += dropped
             }
-            let (changes, dropped) = SyncPageRows.parse(page.changes, limits: limits)
-            phase.dropped += dropped
             let more = page.hasMore && page.nextToken != token
             let outcome: SyncStateRecord.Outcome? = !more ? .caughtUp : (pages + 1 >= settings.sync.maxPagesPerSweep ? .partial : nil)
+            if outcome == nil { pending = fetchPage(after: page.nextToken, pageSize: pageSize, ceiling: ceiling, limits: limits) }
             let inFlight = outbox.state.withLock { $0.inFlight }
-            guard isCurrent(context) else { return failed(phase, Self.superseded) }
+            guard isCurrent(context) else {
+                pending.cancel()
+                return failed(phase, Self.superseded)
+            }
             let applied: SyncPageRows.Applied
             do {
                 applied = try await cache.writer.run { db in
@@ -395,8 +409,10 @@ extension OfflineVault {
                     }
                 }
             } catch let problem as SyncStateRows.Problem {
+                pending.cancel()
                 return await recordFailure(phase, Self.syncPointRefused(problem), cache: cache)
             } catch {
+                pending.cancel()
                 return await recordFailure(phase, CometChatException(.offlineMessagePersistFailed,
                                                                      "A page of the change log could not be written to the cache."),
                                            cache: cache)
@@ -418,6 +434,28 @@ extension OfflineVault {
                 phase.outcome = .success(outcome == .partial ? .partial : .caughtUp)
                 return phase
             }
+        }
+    }
+
+    /// A page of the change log, fetched and parsed (validated, payloads encoded) off the writer.
+    private enum FetchedPage: Sendable {
+        case page(ChangeLogPage, [SyncChange], dropped: Int)
+        case tooLarge(Int)
+        case failed(BackendError)
+    }
+
+    private func fetchPage(after token: String?, pageSize: Int, ceiling: Int, limits: WireLimits) -> Task<FetchedPage, Never> {
+        let backend = self.backend
+        return Task.detached {
+            let page: ChangeLogPage
+            do throws(BackendError) {
+                page = try await backend.changes(since: token, limit: pageSize)
+            } catch {
+                return .failed(error)
+            }
+            guard page.changes.count <= ceiling else { return .tooLarge(page.changes.count) }
+            let (changes, dropped) = SyncPageRows.parse(page.changes, limits: limits)
+            return .page(page, changes, dropped: dropped)
         }
     }
 

@@ -37,7 +37,9 @@ final class SyncPageBatch {
     }
 
     /// `RealtimeRows.apply(.received(wire, m), source: .sync)`.
-    func received(_ wire: JSONValue, _ m: BaseMessage) throws -> RealtimeRows.Written {
+    /// - Parameter encoded: the payload already encoded (`BinaryJSON.encode(wire)`), when the
+    ///   caller has it.
+    func received(_ wire: JSONValue, _ m: BaseMessage, encoded: [UInt8]? = nil) throws -> RealtimeRows.Written {
         if let local = m.localMessageId {
             // An echo of our own send before its acknowledgement: the outbox writes it.
             if m.senderUid == me, try db.scalarInt("SELECT 1 FROM outbox WHERE local_id = ?", .text(local)) != nil { return .nothing }
@@ -48,9 +50,9 @@ final class SyncPageBatch {
         }
         let existing = try row(m.id)
         if let existing {
-            try MessageRows.update(wire, m, me: me, source: existing.source, statement: update)
+            try MessageRows.update(wire, m, me: me, source: existing.source, encoded: encoded, statement: update)
         } else {
-            try MessageRows.insert(wire, m, me: me, source: .sync, statement: insert)
+            try MessageRows.insert(wire, m, me: me, source: .sync, encoded: encoded, statement: insert)
         }
         try touch(wire, m, newlyCached: existing == nil, previousFlags: existing?.flags)
         return existing == nil ? .inserted : .updated
@@ -88,11 +90,12 @@ final class SyncPageBatch {
         }
     }
 
-    /// Writes every conversation the page changed (validated, as `RealtimeRows.write` does).
+    /// Writes every conversation the page changed (decoded as `RealtimeRows.write` does, trusted:
+    /// the cached payload and the page's messages, each validated already).
     func flush(limits: WireLimits) throws {
         for id in dirtyOrder {
             guard let entry = conversations[id], entry.dirty, let fields = entry.fields else { continue }
-            try RealtimeRows.write(fields, limits: limits, in: db)
+            try RealtimeRows.write(fields, limits: limits, trusted: true, in: db)
             conversations[id] = (fields, false)
         }
         dirtyOrder.removeAll(keepingCapacity: true)

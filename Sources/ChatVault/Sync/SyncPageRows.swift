@@ -4,8 +4,9 @@ package import VaultStore
 /// One change of the catch-up log, validated (`SyncPageRows.parse`).
 enum SyncChange: Sendable {
     /// A message's current state: new to the cache, or an edit, a deletion, a reaction or a
-    /// receipt of one it holds.
-    case upsert(JSONValue, BaseMessage)
+    /// receipt of one it holds; with its payload as stored (`BinaryJSON.encode`), encoded while
+    /// parsing, off the writer.
+    case upsert(JSONValue, BaseMessage, encoded: [UInt8])
     /// The server deleted a message; the log names it only by id.
     case deleted(id: Int, conversationId: String)
     /// The conversation is gone for this user.
@@ -52,7 +53,7 @@ package enum SyncPageRows {
                     dropped += 1
                     continue
                 }
-                out.append(.upsert(wire, m))
+                out.append(.upsert(wire, m, encoded: BinaryJSON.encode(wire)))
             case .messageDeleted(let id, let conversationId):
                 guard id > 0, Int64(id) <= WireLimits.maxWireNumber, Self.isUsableId(conversationId) else {
                     dropped += 1
@@ -85,9 +86,9 @@ package enum SyncPageRows {
         let batch = try SyncPageBatch(me: me, in: db)
         for change in changes {
             switch change {
-            case .upsert(let wire, let m):
+            case .upsert(let wire, let m, let encoded):
                 m.messageStatus = MessageRows.status(of: m, me: me)
-                switch try batch.received(wire, m) {
+                switch try batch.received(wire, m, encoded: encoded) {
                 case .inserted:
                     m.source = .sync
                     applied.inserted.append(m)
@@ -156,9 +157,28 @@ extension SyncPageRows {
     /// Call it inside a transaction, as the engine does, so the rows and the sync point commit
     /// together.
     package static func ingest(_ page: ChangeLogPage, me: String, limits: WireLimits, in db: Database) throws -> PageCounts {
+        try write(prepare(page, limits: limits), me: me, limits: limits, in: db)
+    }
+
+    /// A page parsed (validated, payloads encoded) and ready to write: what the sync engine
+    /// prepares off the writer, while the writer writes the page before it.
+    package struct PreparedPage: Sendable {
+        let page: ChangeLogPage
+        let changes: [SyncChange]
+        let dropped: Int
+    }
+
+    /// `parse`, for the package's tools (anywhere but the writer).
+    package static func prepare(_ page: ChangeLogPage, limits: WireLimits) -> PreparedPage {
         let (changes, dropped) = parse(page.changes, limits: limits)
-        let applied = try apply(changes, me: me, limits: limits, serverTime: page.serverTime, inFlight: [], in: db)
+        return PreparedPage(page: page, changes: changes, dropped: dropped)
+    }
+
+    /// `apply` (nothing in flight) and `SyncStateRows.advance`, inside the caller's transaction.
+    package static func write(_ prepared: PreparedPage, me: String, limits: WireLimits, in db: Database) throws -> PageCounts {
+        let page = prepared.page
+        let applied = try apply(prepared.changes, me: me, limits: limits, serverTime: page.serverTime, inFlight: [], in: db)
         try SyncStateRows.advance(token: page.nextToken, serverTime: page.serverTime, in: db)
-        return PageCounts(inserted: applied.inserted.count, updated: applied.updated.count, dropped: dropped)
+        return PageCounts(inserted: applied.inserted.count, updated: applied.updated.count, dropped: prepared.dropped)
     }
 }

@@ -160,6 +160,20 @@ struct SyncBenchCache {
         return elapsed
     }
 
+    /// Writes one page parsed beforehand (`SyncPageRows.prepare`, done off the writer as the
+    /// engine does while the page before is written): apply and advance in one transaction.
+    func write(_ prepared: SyncPageRows.PreparedPage, changes: Int) throws {
+        let limits = vault.wireLimits
+        let counts = try cache.writer.sync { db in
+            try db.transaction { try SyncPageRows.write(prepared, me: SyncBenchLog.me, limits: limits, in: db) }
+        }
+        guard counts.inserted == changes, counts.dropped == 0 else {
+            throw CLIError.failure("a page of \(changes) changes inserted \(counts.inserted) messages (\(counts.dropped) dropped)")
+        }
+    }
+
+    var limits: WireLimits { vault.wireLimits }
+
     func messageCount() throws -> Int {
         try cache.reader.sync { db in Int(try db.scalarInt("SELECT count(*) FROM messages") ?? 0) }
     }
