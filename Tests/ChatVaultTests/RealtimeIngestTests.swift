@@ -411,6 +411,27 @@ final class RealtimeIngestTests: XCTestCase {
         XCTAssertEqual(page.cached?.map(\.id), [id])
     }
 
+    func testARealtimeReplyCountsOnItsCachedParent() async throws {
+        let h = try await harness()
+        let recorder = MessageRecorder()
+        h.vault.addMessageListener("recorder", recorder)
+        let parent = try h.simulator.postText("question", from: "bob", to: .user("alice"))
+        _ = try h.simulator.postText("answer 1", from: "bob", to: .user("alice"), parentId: parent)
+        _ = try h.simulator.postText("answer 2", from: "bob", to: .user("alice"), parentId: parent)
+        _ = try await heard(3, recorder, h)
+        let cache = try XCTUnwrap(h.vault.openCache)
+        func replies() throws -> Int? {
+            try cache.reader.sync { db in try MessageRows.message(id: parent, decoder: WireDecoder(limits: WireLimits(), trusted: true), in: db) }?.replyCount
+        }
+        XCTAssertEqual(try replies(), 2, "each reply new to the cache counts on its parent")
+        // A redelivery of a reply the cache holds does not count again.
+        let again = try XCTUnwrap(h.simulator.messageJSON(parent + 1, as: "alice"))
+        let parsed = try XCTUnwrap(try RealtimeWire.parse(.messageReceived(again), limits: WireLimits()))
+        _ = try cache.writer.sync { db in try db.transaction { try RealtimeRows.apply(parsed, me: "alice", limits: WireLimits(), in: db) } }
+        XCTAssertEqual(try replies(), 2)
+        XCTAssertEqual(h.simulator.messageJSON(parent, as: "alice")?["replyCount"]?.intValue, 2, "as the server counts them")
+    }
+
     // MARK: - Eviction
 
     func testEvictionCapsHoldForIngestedMessages() async throws {

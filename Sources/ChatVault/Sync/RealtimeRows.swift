@@ -48,6 +48,7 @@ enum RealtimeRows {
             let existing = try cachedRow(m.id, in: db)
             try MessageRows.upsert(wire, m, me: me, source: existing?.source ?? source, in: db)
             try touchConversation(wire, m, newlyCached: existing == nil, previousFlags: existing?.flags, me: me, limits: limits, in: db)
+            if existing == nil, m.parentMessageId > 0 { try countReply(toParent: m.parentMessageId, me: me, limits: limits, in: db) }
             return existing == nil ? .inserted : .updated
         case .edited(let wire, let m), .deleted(let wire, let m):
             guard let existing = try cachedRow(m.id, in: db) else { return .nothing }
@@ -63,6 +64,26 @@ enum RealtimeRows {
             try applyReceipt(receipt, me: me, limits: limits, in: db)
             return .nothing
         }
+    }
+
+    /// A reply new to the cache counts on its cached parent (`replyCount` + 1), until the server's
+    /// own rendering of the parent (a read, or the catch-up log's upsert of it) replaces the count.
+    /// The parent's copy as a conversation's last message keeps its count until then.
+    static func countReply(toParent parentId: Int, me: String, limits: WireLimits, in db: Database) throws {
+        let stmt = try db.cached("SELECT payload, source FROM messages WHERE server_id = ?")
+        try stmt.bind([.int(Int64(parentId))])
+        let row: (JSONValue, MessageSource)? = try {
+            defer { stmt.reset() }
+            guard try stmt.step(), let bytes = stmt.blob(0), let payload = try? BinaryJSON.decode(bytes) else { return nil }
+            return (payload, MessageRows.source(code: stmt.int(1)))
+        }()
+        guard let (payload, source) = row, case .object(var fields) = payload else { return }
+        let count = fields["replyCount"]?.intValue ?? 0
+        guard count >= 0, count < WireLimits.maxWireNumber else { return }
+        fields["replyCount"] = .int(count + 1)
+        let wire = JSONValue.object(fields)
+        guard let parent = try? WireDecoder(limits: limits, trusted: true).message(wire) else { return }
+        try MessageRows.upsert(wire, parent, me: me, source: source, in: db)
     }
 
     struct CachedRow {

@@ -28,9 +28,12 @@ final class SyncPageBatch {
     private var conversations: [String: (fields: [String: JSONValue]?, dirty: Bool)] = [:]
     private var dirtyOrder: [String] = []
 
-    init(me: String, in db: Database) throws {
+    private let limits: WireLimits
+
+    init(me: String, limits: WireLimits = WireLimits(), in db: Database) throws {
         self.db = db
         self.me = me
+        self.limits = limits
         cachedRow = try db.cached("SELECT source, flags FROM messages WHERE server_id = ?")
         update = try db.cached(MessageRows.updateSQL)
         insert = try db.cached(MessageRows.insertSQL)
@@ -55,6 +58,7 @@ final class SyncPageBatch {
             try MessageRows.insert(wire, m, me: me, source: .sync, encoded: encoded, statement: insert)
         }
         try touch(wire, m, newlyCached: existing == nil, previousFlags: existing?.flags)
+        if existing == nil, m.parentMessageId > 0 { try RealtimeRows.countReply(toParent: m.parentMessageId, me: me, limits: limits, in: db) }
         return existing == nil ? .inserted : .updated
     }
 

@@ -83,7 +83,7 @@ package enum SyncPageRows {
     static func apply(_ changes: [SyncChange], me: String, limits: WireLimits, serverTime: Int64, inFlight: Set<String>,
                       in db: Database) throws -> Applied {
         var applied = Applied()
-        let batch = try SyncPageBatch(me: me, in: db)
+        let batch = try SyncPageBatch(me: me, limits: limits, in: db)
         for change in changes {
             switch change {
             case .upsert(let wire, let m, let encoded):
