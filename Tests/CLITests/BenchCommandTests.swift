@@ -175,12 +175,4 @@ final class BenchCommandTests: XCTestCase {
         return Run(status: run.status, stdout: Data(run.stdout.utf8), stderr: run.stderr)
     }
 
-    func number(_ value: Any?) -> Double? {
-        switch value {
-        case let v as Int: return Double(v)
-        case let v as Double: return v
-        case let v as NSNumber: return v.doubleValue
-        default: return nil
-        }
-    }
 }

@@ -38,3 +38,13 @@ enum CLI {
         return [try XCTUnwrap(Subprocess.which("dbus-run-session")), "--config-file=\(config)", "--"]
     }
 }
+
+/// A JSON number as `JSONSerialization` hands it back (Int, Double or NSNumber), as a Double.
+func number(_ value: Any?) -> Double? {
+    switch value {
+    case let v as Int: return Double(v)
+    case let v as Double: return v
+    case let v as NSNumber: return v.doubleValue
+    default: return nil
+    }
+}

@@ -112,12 +112,4 @@ final class ReadBenchTests: XCTestCase {
         XCTAssertTrue(unknown.stderr.contains("open, reads"), "the usage lists the reads benchmark: \(unknown.stderr)")
     }
 
-    func number(_ value: Any?) -> Double? {
-        switch value {
-        case let v as Int: return Double(v)
-        case let v as Double: return v
-        case let v as NSNumber: return v.doubleValue
-        default: return nil
-        }
-    }
 }

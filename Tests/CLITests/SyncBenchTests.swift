@@ -103,12 +103,4 @@ final class SyncBenchTests: XCTestCase {
         XCTAssertTrue(try CLI.run(["bench", "nonsense"]).stderr.contains("sync"), "the usage lists the sync benchmark")
     }
 
-    func number(_ value: Any?) -> Double? {
-        switch value {
-        case let v as Int: return Double(v)
-        case let v as Double: return v
-        case let v as NSNumber: return v.doubleValue
-        default: return nil
-        }
-    }
 }

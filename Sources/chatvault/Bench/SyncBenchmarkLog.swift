@@ -96,12 +96,9 @@ struct SyncBenchLog {
         return .object(fields)
     }
 
+    /// A user as the read benchmark's fixture renders one.
     static func user(_ uid: String) -> JSONValue {
-        .object([
-            "uid": .string(uid), "name": .string(uid.replacingOccurrences(of: "-", with: " ").capitalized),
-            "avatar": .string("https://avatars.bench.test/\(uid).png"), "status": "offline",
-            "blockedByMe": false, "hasBlockedMe": false, "tags": [],
-        ])
+        ReadBenchFixture.user(uid)
     }
 
     /// 40 to 220 characters of filler text (ASCII), as `bench reads` writes.
