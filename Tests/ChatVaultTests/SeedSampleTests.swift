@@ -9,8 +9,8 @@ import VaultKeys
 // The seed pages' Swift samples, pasted as an app developer would (only the ids and the objects
 // they refer to are supplied), compiled against the public API (plain `import ChatVault`, no
 // `@testable`) and run against an installed vault: if a spelling of the pages goes missing, this
-// file stops compiling. The media page's samples join when media caching lands (issue 9):
-// `getMediaCachingMode`, `getCachedMediaPath`, `downloadMedia`, `addMediaDownloadListener`.
+// file stops compiling. The media page's other samples join when the media engine lands (issue 9):
+// `getCachedMediaPath`, `downloadMedia`, `addMediaDownloadListener`.
 
 final class SampleConversationLoader: NSObject, ConversationDetailsListener {
     let hits = Mutex<[String]>([])
@@ -114,6 +114,7 @@ final class SeedSampleTests: XCTestCase {
         _ = folder
         XCTAssertEqual(CometChat.offlineVault?.config.maxPendingMessages, 50)
         XCTAssertEqual(CometChat.isOfflineEnabled(), true)            // Bool
+        XCTAssertEqual(CometChat.getMediaCachingMode(), CometChat.MediaCachingMode.auto)   // CometChat.MediaCachingMode
         let status = CometChat.getOfflineEncryptionStatus()           // [String: Any]
         XCTAssertEqual(status["atRest"] as? String, CometChat.OfflineEncryptionTier.NONE)
         XCTAssertGreaterThan(CometChat.getCacheSize(), 0)             // Int64 (bytes)
@@ -126,6 +127,9 @@ final class SeedSampleTests: XCTestCase {
         CometChat.forceSyncNow()                // or forceSyncNow(onSuccess:onError:)
         CometChat.clearOfflineCache()
         await vault.logout()
+        // The media page: `.off` whenever offline is not active, whatever the app configured.
+        let mode = CometChat.getMediaCachingMode()     // .off when offline is not active
+        XCTAssertEqual(mode, .off)
     }
 
     func testTheReferencePagesSyncSurfaceRunsOnline() async throws {
