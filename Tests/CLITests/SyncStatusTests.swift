@@ -47,16 +47,9 @@ final class SyncStatusTests: XCTestCase {
     }
 
     func testAfterSyncsItShowsTheOutcomeAndAgeButNoTokenAndNoText() async throws {
-        let root = TemporaryDirectory()
-        let keys = TemporaryDirectory()
         // The server's clock is this machine's, so the sync point's age is a few seconds.
-        let clock = SimulatedClock(start: Date().timeIntervalSince1970.rounded(.down) - 120)
-        let simulator = ChatVaultSimulator(seed: 3, clock: clock)
-        try simulator.addUsers(me, peer)
-        let device = simulator.client(for: me)
-        let vault = try makeVault(root: root.path, keys: keys.path, backend: device, clock: clock)
-        let attempt = await vault.login(userId: me)
-        XCTAssertEqual(attempt.state, .ready, "\(attempt.notes)")
+        let (root, keys, simulator, device, vault) = try await loggedIn(secondsAgo: 120)
+        let clock = simulator.clock
         // 1. The first sweep stores the sync point; 2. messages arrive; 3. the sweep catches up.
         let first = try await sync(vault)
         XCTAssertTrue(first.establishedSyncPoint)
@@ -103,15 +96,8 @@ final class SyncStatusTests: XCTestCase {
     }
 
     func testAFailedSweepShowsItsErrorCodeOnly() async throws {
-        let root = TemporaryDirectory()
-        let keys = TemporaryDirectory()
-        let clock = SimulatedClock(start: Date().timeIntervalSince1970.rounded(.down))
-        let simulator = ChatVaultSimulator(seed: 3, clock: clock)
-        try simulator.addUsers(me, peer)
-        let device = simulator.client(for: me)
-        let vault = try makeVault(root: root.path, keys: keys.path, backend: device, clock: clock)
-        let attempt = await vault.login(userId: me)
-        XCTAssertEqual(attempt.state, .ready, "\(attempt.notes)")
+        let (root, keys, simulator, device, vault) = try await loggedIn(secondsAgo: 0)
+        let clock = simulator.clock
         let established = try await sync(vault)
         XCTAssertTrue(established.establishedSyncPoint)
         clock.advance(by: 10)
@@ -171,6 +157,21 @@ final class SyncStatusTests: XCTestCase {
         let report = try await vault.syncNow()
         XCTAssertNotEqual(report.messageError?.code, .offlineDisabled, "a sweep right after login is not superseded")
         return report
+    }
+
+    /// A vault logged in over a simulator whose clock started `secondsAgo` before this machine's.
+    private func loggedIn(secondsAgo: Double) async throws
+        -> (root: TemporaryDirectory, keys: TemporaryDirectory, simulator: ChatVaultSimulator, device: SimulatedClient, vault: OfflineVault) {
+        let root = TemporaryDirectory()
+        let keys = TemporaryDirectory()
+        let clock = SimulatedClock(start: Date().timeIntervalSince1970.rounded(.down) - secondsAgo)
+        let simulator = ChatVaultSimulator(seed: 3, clock: clock)
+        try simulator.addUsers(me, peer)
+        let device = simulator.client(for: me)
+        let vault = try makeVault(root: root.path, keys: keys.path, backend: device, clock: clock)
+        let attempt = await vault.login(userId: me)
+        XCTAssertEqual(attempt.state, .ready, "\(attempt.notes)")
+        return (root, keys, simulator, device, vault)
     }
 
     private func makeVault(root: String, keys: String, backend: any ChatBackend, clock: SimulatedClock) throws -> OfflineVault {

@@ -74,29 +74,7 @@ final class ReadBenchFixture {
     }
 
     private static func side(_ id: String, root: String, encryption: Bool, messages: Int, conversations: Int) async throws -> Side {
-        // Caps at their largest, no byte budget, and no scheduled eviction: the benchmark's
-        // caches hold exactly what was seeded.
-        let config = OfflineConfig(enabled: true, encryption: encryption, maxStorageSize: 0, maxMessagesPerConversation: 1000,
-                                   maxConversations: 1000)
-        var settings = VaultSettings(applicationId: "org.chatvault.bench", rootDirectory: "\(root)/\(id)",
-                                     keyStorage: [.custom(MemoryKeyStore())], callbackExecutor: .queue(DispatchQueue(label: "chatvault.bench.\(id)")),
-                                     retry: .manualOnly)
-        settings.evictionDelay = .seconds(365 * 86_400)
-        let vault: OfflineVault
-        do {
-            vault = try OfflineVault(config: config, settings: settings, backend: UnreachableBackend())
-        } catch {
-            throw CLIError.failure("cannot set up the \(id) benchmark engine: \(error)")
-        }
-        let attempt = await vault.login(userId: me)
-        guard let cache = vault.openCache else {
-            throw CLIError.failure("the \(id) benchmark cache did not open: \(attempt.state.code)" + (attempt.state.detail.map { " (\($0))" } ?? ""))
-        }
-        guard cache.isEncrypted == encryption else {
-            await vault.logout()
-            throw CLIError.failure("the \(id) benchmark cache is \(cache.isEncrypted ? "encrypted" : "not encrypted"), which is not what it must be")
-        }
-
+        let (vault, cache) = try await openBenchVault(id, root: root, encryption: encryption, user: me)
         let started = ContinuousClock.now
         let limits = vault.wireLimits
         let perConversation = messages / conversations
@@ -171,4 +149,31 @@ final class ReadBenchFixture {
         while text.utf8.count < length { text += filler }
         return String(text.prefix(length))
     }
+}
+
+/// A benchmark's engine over a cache of its own (`<root>/<id>`), opened for `user`, encrypted or
+/// not, key in memory: caps at their largest, no byte budget and no scheduled eviction, so the
+/// cache holds exactly what the benchmark writes. Throws when it does not open as asked.
+func openBenchVault(_ id: String, root: String, encryption: Bool, user: String) async throws -> (OfflineVault, VaultCache) {
+    let config = OfflineConfig(enabled: true, encryption: encryption, maxStorageSize: 0, maxMessagesPerConversation: 1000,
+                               maxConversations: 1000)
+    var settings = VaultSettings(applicationId: "org.chatvault.bench", rootDirectory: "\(root)/\(id)",
+                                 keyStorage: [.custom(MemoryKeyStore())], callbackExecutor: .queue(DispatchQueue(label: "chatvault.bench.\(id)")),
+                                 retry: .manualOnly)
+    settings.evictionDelay = .seconds(365 * 86_400)
+    let vault: OfflineVault
+    do {
+        vault = try OfflineVault(config: config, settings: settings, backend: UnreachableBackend())
+    } catch {
+        throw CLIError.failure("cannot set up the \(id) benchmark engine: \(error)")
+    }
+    let attempt = await vault.login(userId: user)
+    guard let cache = vault.openCache else {
+        throw CLIError.failure("the \(id) benchmark cache did not open: \(attempt.state.code)" + (attempt.state.detail.map { " (\($0))" } ?? ""))
+    }
+    guard cache.isEncrypted == encryption else {
+        await vault.logout()
+        throw CLIError.failure("the \(id) benchmark cache is \(cache.isEncrypted ? "encrypted" : "not encrypted"), which is not what it must be")
+    }
+    return (vault, cache)
 }

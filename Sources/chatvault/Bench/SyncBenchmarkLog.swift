@@ -113,27 +113,7 @@ struct SyncBenchCache {
     let cache: VaultCache
 
     static func open(_ id: String, root: String, encryption: Bool) async throws -> SyncBenchCache {
-        // No caps reached and no scheduled eviction: the cache holds exactly what was ingested.
-        let config = OfflineConfig(enabled: true, encryption: encryption, maxStorageSize: 0, maxMessagesPerConversation: 1000,
-                                   maxConversations: 1000)
-        var settings = VaultSettings(applicationId: "org.chatvault.bench", rootDirectory: "\(root)/\(id)",
-                                     keyStorage: [.custom(MemoryKeyStore())],
-                                     callbackExecutor: .queue(DispatchQueue(label: "chatvault.bench.sync.\(id)")), retry: .manualOnly)
-        settings.evictionDelay = .seconds(365 * 86_400)
-        let vault: OfflineVault
-        do {
-            vault = try OfflineVault(config: config, settings: settings, backend: UnreachableBackend())
-        } catch {
-            throw CLIError.failure("cannot set up the \(id) benchmark engine: \(error)")
-        }
-        let attempt = await vault.login(userId: SyncBenchLog.me)
-        guard let cache = vault.openCache else {
-            throw CLIError.failure("the \(id) benchmark cache did not open: \(attempt.state.code)")
-        }
-        guard cache.isEncrypted == encryption else {
-            await vault.logout()
-            throw CLIError.failure("the \(id) benchmark cache is \(cache.isEncrypted ? "encrypted" : "not encrypted"), which is not what it must be")
-        }
+        let (vault, cache) = try await openBenchVault(id, root: root, encryption: encryption, user: SyncBenchLog.me)
         return SyncBenchCache(vault: vault, cache: cache)
     }
 
