@@ -363,7 +363,7 @@ final class SyncEngineTests: XCTestCase {
         let (h, recorder) = try await harness()
         h.client.failNext(.conversations, with: .delay(.milliseconds(400)))
         try await h.vault.syncNowAccepted()
-        for _ in 0..<5 { h.vault.requestSweep(.reconnect) }
+        for _ in 0..<5 { h.vault.requestSweep() }
         await h.vault.waitForSyncIdle()
         h.drain()
         XCTAssertEqual(recorder.count("conversations started"), 2, "the running sweep and one follow-up: \(recorder.lines)")

@@ -9,24 +9,14 @@ import VaultStore
 /// page per transaction, the sync point advancing in the same transaction as the page's rows).
 /// Sweeps run one at a time; a request while one runs queues at most one follow-up.
 final class SyncCore: Sendable {
-    /// Why a sweep runs.
-    enum Trigger: Sendable, Equatable {
-        /// The realtime connection came back and held: the outbox flush goes first.
-        case reconnect
-        /// `forceSyncNow`.
-        case forced
-        /// The previous sweep was bounded (`.partial`) or a request came while it ran.
-        case followUp
-    }
-
     struct State {
         /// Bumped when a cache is attached or detached: a sweep of an older generation stops.
         var generation = 0
         /// A sweep was accepted and has not ended (waiting for the flush, or in a phase, or a
         /// follow-up queued behind it): what `getSyncState()` reports as `.syncing`.
         var running = false
-        /// One follow-up queued behind the running sweep, and whether it was a reconnect's.
-        var followUp: Trigger?
+        /// One follow-up queued behind the running sweep (a request while it ran, or a `.partial`).
+        var followUp = false
         /// When the last sweep ended (the cooldown of `forceSyncNow` counts from it).
         var lastFinished: ContinuousClock.Instant?
         /// `sync_state.last_sync_at` of the attached cache.
@@ -62,7 +52,7 @@ extension OfflineVault {
         sync.state.withLock { s in
             s.generation += 1
             s.lastSyncAt = record.lastSyncAt
-            s.followUp = nil
+            s.followUp = false
         }
     }
 
@@ -71,7 +61,7 @@ extension OfflineVault {
         sync.state.withLock { s in
             s.generation += 1
             s.lastSyncAt = 0
-            s.followUp = nil
+            s.followUp = false
         }
     }
 
@@ -85,19 +75,17 @@ extension OfflineVault {
 
     // MARK: - Requests
 
-    /// Starts a sweep, or queues one follow-up behind the running one. Returns the generation
-    /// the sweep belongs to.
-    func requestSweep(_ trigger: SyncCore.Trigger) {
+    /// Starts a sweep, or queues one follow-up behind the running one.
+    func requestSweep() {
         let start = sync.state.withLock { s -> Bool in
             if s.running {
-                // A reconnect's follow-up keeps its flush.
-                if s.followUp != .reconnect { s.followUp = trigger == .reconnect ? .reconnect : .followUp }
+                s.followUp = true
                 return false
             }
             s.running = true
             return true
         }
-        if start { Task.detached { await self.runSweeps(trigger) } }
+        if start { Task.detached { await self.runSweeps() } }
     }
 
     /// Why `forceSyncNow` would not start a sweep now; nil: it started one.
@@ -115,7 +103,7 @@ extension OfflineVault {
             if let waiter { s.finishWaiters[s.sweeps + 1, default: []].append(waiter) }
             return nil
         }
-        if refusal == nil { Task.detached { await self.runSweeps(.forced) } }
+        if refusal == nil { Task.detached { await self.runSweeps() } }
         return refusal
     }
 
@@ -134,28 +122,24 @@ extension OfflineVault {
     /// Runs sweeps until no follow-up is queued. The last one ends on the callback executor,
     /// after its callbacks: a listener that reads `getSyncState()` in `onMessageSyncCompleted`
     /// sees `.syncing`, and the next request after it sees `.idle` (or the cooldown).
-    private func runSweeps(_ first: SyncCore.Trigger) async {
-        var trigger = first
+    private func runSweeps() async {
         while true {
-            let report = await sweep(trigger)
-            let (next, number) = sync.state.withLock { s -> (SyncCore.Trigger?, Int) in
+            let report = await sweep()
+            let (next, number) = sync.state.withLock { s -> (Bool, Int) in
                 s.sweeps += 1
-                guard let follow = s.followUp else { return (nil, s.sweeps) }
-                s.followUp = nil
+                guard s.followUp else { return (false, s.sweeps) }
+                s.followUp = false
                 for waiter in s.finishWaiters.removeValue(forKey: s.sweeps) ?? [] { waiter(report) }
-                return (follow, s.sweeps)
+                return (true, s.sweeps)
             }
-            if let next {
-                trigger = next
-                continue
-            }
+            if next { continue }
             settings.callbackExecutor.execute {
-                let (restart, waiters) = self.sync.state.withLock { s -> (SyncCore.Trigger?, [@Sendable (SyncReport?) -> Void]) in
+                let (restart, waiters) = self.sync.state.withLock { s -> (Bool, [@Sendable (SyncReport?) -> Void]) in
                     let mine = s.finishWaiters.removeValue(forKey: number) ?? []
                     // A request that came while the callbacks were delivered.
-                    if let follow = s.followUp {
-                        s.followUp = nil
-                        return (follow, mine)
+                    if s.followUp {
+                        s.followUp = false
+                        return (true, mine)
                     }
                     s.running = false
                     s.lastFinished = ContinuousClock.now
@@ -163,9 +147,9 @@ extension OfflineVault {
                     let stranded = s.finishWaiters.values.flatMap { $0 }
                     s.finishWaiters = [:]
                     for waiter in stranded { waiter(nil) }
-                    return (nil, mine)
+                    return (false, mine)
                 }
-                if let restart { Task.detached { await self.runSweeps(restart) } }
+                if restart { Task.detached { await self.runSweeps() } }
                 for waiter in waiters { waiter(report) }
             }
             return
@@ -186,10 +170,9 @@ extension OfflineVault {
 
     /// One sweep: the flush first (a reconnect's), then the two phases. nil when there was no
     /// cache to sync.
-    private func sweep(_ trigger: SyncCore.Trigger) async -> SyncReport? {
-        if trigger == .reconnect || outbox.state.withLock({ $0.passRunning }) {
-            await waitForOutboxPass(atMost: settings.sync.flushWait)
-        }
+    private func sweep() async -> SyncReport? {
+        // A reconnect's flush (or any pass running now) goes first; returns at once when none runs.
+        await waitForOutboxPass(atMost: settings.sync.flushWait)
         guard let me = userId, let cache = cache(of: me) else { return nil }
         let context = SweepContext(me: me, cache: cache, generation: sync.state.withLock { $0.generation })
         let started = Int64(settings.clock().timeIntervalSince1970)
@@ -219,19 +202,16 @@ extension OfflineVault {
         // A bounded sweep that made progress goes on while the cache is still this user's, up to
         // `maxFollowUpSweeps` in a row; then the rest waits for the next reconnect or forced sync.
         let limit = settings.sync.maxFollowUpSweeps
-        let goOn = { () -> Bool in
-            if case .success(.partial) = messages.outcome, messages.progressed { return true }
-            return false
-        }()
+        var goOn = false
+        if case .success(.partial) = messages.outcome, messages.progressed { goOn = isCurrent(context) }
         sync.state.withLock { s in
             if goOn && s.partialStreak < limit {
                 s.partialStreak += 1
-                if s.followUp == nil { s.followUp = .followUp }
+                s.followUp = true
             } else {
                 s.partialStreak = 0
             }
         }
-        if goOn && !isCurrent(context) { sync.state.withLock { $0.followUp = nil } }
         tell(.sweepFinished(report))
         return report
     }

@@ -184,7 +184,7 @@ extension OfflineVault {
     /// not auto-send is on.
     func connectionBecameStable() {
         if config.autoSendPendingOnReconnect { requestPass(all: true) }
-        if openCache != nil { requestSweep(.reconnect) }
+        if openCache != nil { requestSweep() }
     }
 
     /// Realtime messages, edits, deletions, reactions and receipts: validated, written to the
