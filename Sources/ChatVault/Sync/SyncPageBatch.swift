@@ -39,7 +39,8 @@ final class SyncPageBatch {
         insert = try db.cached(MessageRows.insertSQL)
     }
 
-    /// `RealtimeRows.apply(.received(wire, m), source: .sync)`.
+    /// `RealtimeRows.apply(.received(wire, m), source: .sync)`; `m.source` is set to how the
+    /// row now stands (`.sync` when new, else how the cached copy first arrived).
     /// - Parameter encoded: the payload already encoded (`BinaryJSON.encode(wire)`), when the
     ///   caller has it.
     func received(_ wire: JSONValue, _ m: BaseMessage, encoded: [UInt8]? = nil) throws -> RealtimeRows.Written {
@@ -52,6 +53,7 @@ final class SyncPageBatch {
             }
         }
         let existing = try row(m.id)
+        m.source = existing?.source ?? .sync
         if let existing {
             try MessageRows.update(wire, m, me: me, source: existing.source, encoded: encoded, statement: update)
         } else {

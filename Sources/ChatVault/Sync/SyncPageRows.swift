@@ -90,10 +90,8 @@ package enum SyncPageRows {
                 m.messageStatus = MessageRows.status(of: m, me: me)
                 switch try batch.received(wire, m, encoded: encoded) {
                 case .inserted:
-                    m.source = .sync
                     applied.inserted.append(m)
                 case .updated:
-                    if let row = try batch.row(m.id) { m.source = row.source }
                     applied.updated.append(m)
                 case .nothing:
                     break
