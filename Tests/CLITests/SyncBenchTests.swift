@@ -64,6 +64,15 @@ final class SyncBenchTests: XCTestCase {
         let flatness = try XCTUnwrap(number(growth["encryptedSlowestOverFastest"]))
         XCTAssertEqual(flatness, (encryptedRates.min() ?? 0) / (encryptedRates.max() ?? 1), accuracy: 0.001)
 
+        // SQLite's own rate for the same rows: measured on both caches, a ratio of the two.
+        let floor = try XCTUnwrap(report["sqliteFloor"] as? [String: Any])
+        XCTAssertEqual(number(floor["pageSize"]), defaultPageSize)
+        let floorEncrypted = try XCTUnwrap(number(floor["encryptedMessagesPerSecond"]))
+        let floorPlaintext = try XCTUnwrap(number(floor["plaintextMessagesPerSecond"]))
+        XCTAssertGreaterThan(floorEncrypted, 0)
+        XCTAssertGreaterThan(floorPlaintext, 0)
+        XCTAssertEqual(try XCTUnwrap(number(floor["encryptedOverPlaintext"])), floorPlaintext / floorEncrypted, accuracy: 0.01)
+
         let memory = try XCTUnwrap(report["memory"] as? [String: Any])
         XCTAssertGreaterThanOrEqual(number(memory["messages"]) ?? 0, 2000)
         let baseline = try XCTUnwrap(number(memory["baselineKiB"]))
@@ -93,7 +102,7 @@ final class SyncBenchTests: XCTestCase {
     func testTableAndUsageErrors() throws {
         let run = try CLI.run(["bench", "sync", "--quick"])
         XCTAssertTrue([0, 1].contains(run.status), "exit status \(run.status); stderr: \(run.stderr)")
-        for expected in ["chatvault bench sync", "page size", "(default)", "as the cache grows", "memory:", "budget:", "encrypted / plaintext"] {
+        for expected in ["chatvault bench sync", "page size", "(default)", "as the cache grows", "SQLite alone, the same rows", "memory:", "budget:", "encrypted / plaintext"] {
             XCTAssertTrue(run.stdout.contains(expected), "the table lacks '\(expected)':\n\(run.stdout)")
         }
         XCTAssertTrue(run.stdout.contains(run.status == 0 ? "within budget" : "NOT within budget"), run.stdout)

@@ -22,6 +22,11 @@ import VaultStore
 ///   320,000 messages, one page at a time (parse then write, not pipelined; the log is never held
 ///   whole): the median rate of the pages ingested in the 20,000 messages after the
 ///   cache holds 10k, 100k and 300k messages (`slowestOverFastest`: how flat it stays).
+/// - `sqliteFloor`: after each fresh run at the default page size, SQLite's own rate for the same
+///   rows: the cache's messages copied into an in-memory temporary table (not timed), then inserted
+///   back under new server ids by one `INSERT … SELECT` and commit per page (`SyncBenchCache.copyRate`):
+///   no Swift code per row, nothing read from the file. The ingest cannot run faster than this on the
+///   machine; the table says what share of it the ingest reaches.
 /// - `memory`: 100,000 messages streamed into a fresh encrypted cache at the default page size:
 ///   peak resident memory (`VmHWM`, reset once the cache is open with `/proc/self/clear_refs`)
 ///   above the resident memory at that moment. Runs first.
@@ -55,6 +60,8 @@ import VaultStore
 ///                          encryptedMessagesPerSecond, plaintextMessagesPerSecond,
 ///                          encryptedOverPlaintext } ], encryptedSlowestOverFastest,
 ///                          plaintextSlowestOverFastest }
+///     sqliteFloor        { pageSize, encryptedMessagesPerSecond, plaintextMessagesPerSecond,
+///                          encryptedOverPlaintext } (medians over the fresh runs at the default size)
 ///     memory             { messages, pageSize, baselineKiB, peakKiB, peakAboveBaselineKiB, peakReset }
 ///     budget             { minMessagesPerSecond: 100000, maxEncryptedOverPlaintext: 1.3,
 ///                          minSlowestOverFastest: 0.8, maxPeakAboveBaselineMiB: 64, rateWithinBudget,
@@ -142,6 +149,15 @@ struct SyncBenchmark {
         var ratio: Double { plaintext / encrypted }
     }
 
+    /// SQLite's own rate for the same rows: what no ingest code can beat on this machine.
+    struct Floor {
+        let encrypted: [Double]
+        let plaintext: [Double]
+        var encryptedMedian: Double { TimingSummary(encrypted).medianMs }
+        var plaintextMedian: Double { TimingSummary(plaintext).medianMs }
+        var ratio: Double { plaintextMedian / encryptedMedian }
+    }
+
     struct Memory {
         let messages: Int
         let baselineKiB: Int
@@ -151,6 +167,8 @@ struct SyncBenchmark {
     }
 
     private var serial = 0
+    private var floorEncrypted: [Double] = []
+    private var floorPlaintext: [Double] = []
 
     init(sizing: SyncBenchCommand.Sizing, root: String) {
         self.sizing = sizing
@@ -180,7 +198,8 @@ struct SyncBenchmark {
             }
             sizes.append(PageSizeResult(pageSize: pageSize, encrypted: encrypted, plaintext: plaintext))
         }
-        return SyncBenchReport(sizing: sizing, sizes: sizes, growth: growth, memory: memory)
+        return SyncBenchReport(sizing: sizing, sizes: sizes, growth: growth, memory: memory,
+                               floor: Floor(encrypted: floorEncrypted, plaintext: floorPlaintext))
     }
 
     private mutating func open(encryption: Bool) async throws -> SyncBenchCache {
@@ -223,6 +242,10 @@ struct SyncBenchmark {
                 if let prepared = following.withLock({ $0 }) { current = prepared }
             }
             try verify(side, holds: sizing.messages)
+            if pageSize == SyncBenchmark.defaultPageSize {
+                let floor = try side.copyRate(messages: sizing.messages, pageSize: pageSize)
+                if encryption { floorEncrypted.append(floor) } else { floorPlaintext.append(floor) }
+            }
         } catch {
             await side.close()
             throw error
@@ -320,6 +343,7 @@ struct SyncBenchReport {
     let sizes: [SyncBenchmark.PageSizeResult]
     let growth: [SyncBenchmark.Checkpoint]
     let memory: SyncBenchmark.Memory
+    let floor: SyncBenchmark.Floor
 
     var atDefault: SyncBenchmark.PageSizeResult? { sizes.first { $0.pageSize == SyncBenchmark.defaultPageSize } }
     var defaultRate: Double { atDefault?.encrypted.median ?? 0 }
@@ -385,6 +409,12 @@ struct SyncBenchReport {
                 ("encryptedSlowestOverFastest", .double(encryptedFlatness)),
                 ("plaintextSlowestOverFastest", .double(plaintextFlatness)),
             ])),
+            ("sqliteFloor", .object([
+                ("pageSize", .int(SyncBenchmark.defaultPageSize)),
+                ("encryptedMessagesPerSecond", .double(floor.encryptedMedian)),
+                ("plaintextMessagesPerSecond", .double(floor.plaintextMedian)),
+                ("encryptedOverPlaintext", .double(floor.ratio)),
+            ])),
             ("memory", .object([
                 ("messages", .int(memory.messages)), ("pageSize", .int(SyncBenchmark.defaultPageSize)),
                 ("baselineKiB", .int(memory.baselineKiB)), ("peakKiB", .int(memory.peakKiB)),
@@ -420,6 +450,8 @@ struct SyncBenchReport {
         }
         lines.append(table.render())
         lines.append("")
+        lines.append("SQLite alone, the same rows (each cache's messages from memory by one INSERT … SELECT per \(SyncBenchmark.defaultPageSize) rows, no Swift code per row): encrypted \(rate(floor.encryptedMedian)), plaintext \(rate(floor.plaintextMedian)) messages/s, \(ratioText(floor.ratio)); the ingest above runs at \(percent(defaultRate / floor.encryptedMedian)) of it encrypted")
+        lines.append("")
         lines.append("as the cache grows (both caches a page in turn, pages of \(SyncBenchmark.defaultPageSize); median page rate over the \(sizing.window) messages after each point):")
         var grow = Table(header: ["cached messages", "encrypted", "plaintext", "encrypted / plaintext (time)"])
         for c in growth { grow.rows.append([String(c.cached), rate(c.encrypted), rate(c.plaintext), ratioText(c.ratio)]) }
@@ -438,6 +470,10 @@ struct SyncBenchReport {
 
     private func rate(_ value: Double) -> String {
         value.isFinite && abs(value) < 1e15 ? String(Int(value.rounded())) : "n/a"
+    }
+
+    private func percent(_ value: Double) -> String {
+        value.isFinite ? "\(Int((value * 100).rounded())) %" : "n/a"
     }
 
     private func ratioText(_ value: Double) -> String {

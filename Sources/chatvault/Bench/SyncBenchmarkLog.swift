@@ -151,6 +151,32 @@ struct SyncBenchCache {
 
     var limits: WireLimits { vault.wireLimits }
 
+    /// SQLite's own rate for these rows: the cache's `messages` rows (same columns and payloads)
+    /// copied into an in-memory temporary table (not timed), then inserted back under new server
+    /// ids (all indexes), one `INSERT … SELECT` and commit per `pageSize` rows. No Swift code runs
+    /// per row and nothing is read from the file, so no ingest path can beat it.
+    func copyRate(messages: Int, pageSize: Int) throws -> Double {
+        let columns = "conversation_id, parent_id, sender_id, receiver_id, receiver_type, category, type, sent_at, updated_at, deleted_at, status, source, flags, payload"
+        let sql = "INSERT INTO messages (\(columns), server_id) SELECT \(columns), server_id + ? FROM temp.bench_rows WHERE rowid BETWEEN ? AND ?"
+        let clock = ContinuousClock()
+        let seconds = try cache.writer.sync { db in
+            try db.execute("CREATE TEMP TABLE bench_rows AS SELECT \(columns), server_id FROM messages ORDER BY row_id")
+            defer { try? db.execute("DROP TABLE temp.bench_rows") }
+            let offset = try db.scalarInt("SELECT max(server_id) FROM messages") ?? 0
+            let start = clock.now
+            var low = 1
+            while low <= messages {
+                let high = min(low + pageSize, messages + 1) - 1
+                try db.transaction { try db.run(sql, .int(offset), .int(Int64(low)), .int(Int64(high))) }
+                low = high + 1
+            }
+            return (clock.now - start).milliseconds / 1_000
+        }
+        let held = try messageCount()
+        guard held == 2 * messages else { throw CLIError.failure("the copy left \(held) messages, not \(2 * messages)") }
+        return Double(messages) / seconds
+    }
+
     func messageCount() throws -> Int {
         try cache.reader.sync { db in Int(try db.scalarInt("SELECT count(*) FROM messages") ?? 0) }
     }
