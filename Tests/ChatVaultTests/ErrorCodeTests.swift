@@ -73,8 +73,9 @@ final class ErrorCodeTests: XCTestCase {
         XCTAssertEqual(constants, referenceCodes)
         XCTAssertEqual(Set(OfflineErrorCode.allCases.map(\.rawValue)),
                        Set(referenceCodes + ["ERROR_MEDIA_DOWNLOAD_FAILED", "ERROR_INVALID_SERVER_RESPONSE", "ERROR_INVALID_MESSAGE",
-                                               "ERROR_REQUEST_TIMEOUT"]))
-        XCTAssertEqual(OfflineErrorCode.allCases.count, 20)
+                                               "ERROR_REQUEST_TIMEOUT", "ERROR_OFFLINE_MEDIA_VIEW_UNAVAILABLE"]))
+        XCTAssertEqual(OfflineErrorCode.allCases.count, 21)
+        XCTAssertFalse(OfflineErrorCode.offlineMediaViewUnavailable.isCometChatConstantsError, "ChatVault's own code")
         XCTAssertFalse(OfflineErrorCode.invalidServerResponse.isCometChatConstantsError, "ChatVault's own code")
         XCTAssertFalse(OfflineErrorCode.invalidMessage.isCometChatConstantsError, "ChatVault's own code")
     }

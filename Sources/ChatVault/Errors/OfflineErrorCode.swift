@@ -47,6 +47,11 @@ public enum OfflineErrorCode: String, Sendable, Codable, CaseIterable {
     /// `ERROR_MEDIA_DOWNLOAD_FAILED`: a background media download failed. Not a
     /// `CometChatConstants.Errors` constant (see ``MediaDownloadErrors``).
     case mediaDownloadFailed = "ERROR_MEDIA_DOWNLOAD_FAILED"
+    /// `ERROR_OFFLINE_MEDIA_VIEW_UNAVAILABLE` (a ChatVault addition, not a `CometChatConstants.Errors`
+    /// constant): the bytes are cached encrypted, but there is no safe `$XDG_RUNTIME_DIR` to put
+    /// a decrypted view in, so there is no path to hand out. Read the bytes with
+    /// `cachedMediaData(url:)` / `cachedMediaChunks(url:)` instead.
+    case offlineMediaViewUnavailable = "ERROR_OFFLINE_MEDIA_VIEW_UNAVAILABLE"
     /// ChatVault's own: the server answered with a payload the engine refused (a missing field,
     /// a huge string, a wrong type). Nothing of it reached the cache.
     case invalidServerResponse = "ERROR_INVALID_SERVER_RESPONSE"
@@ -61,6 +66,8 @@ public enum OfflineErrorCode: String, Sendable, Codable, CaseIterable {
 
     /// Whether the code is one of `CometChatConstants.Errors` (every case but
     /// ``mediaDownloadFailed`` and ChatVault's own ``invalidServerResponse``, ``invalidMessage``,
-    /// ``requestTimedOut``).
-    public var isCometChatConstantsError: Bool { ![.mediaDownloadFailed, .invalidServerResponse, .invalidMessage, .requestTimedOut].contains(self) }
+    /// ``requestTimedOut``, ``offlineMediaViewUnavailable``).
+    public var isCometChatConstantsError: Bool {
+        ![.mediaDownloadFailed, .invalidServerResponse, .invalidMessage, .requestTimedOut, .offlineMediaViewUnavailable].contains(self)
+    }
 }

@@ -194,7 +194,7 @@ public final class MessagesRequest: Sendable {
         // The fetch still ends only once it is recorded.
         async let opened: Void = Self.markOpened(base.scope, vault: vault)
 
-        let plan = TwoPhasePlan<BaseMessage>(
+        var plan = TwoPhasePlan<BaseMessage>(
             cached: { db, context in
                 try MessageRows.cachedPage(cacheQuery, direction: direction, me: context.me, decoder: context.trustedDecoder, in: db)
             },
@@ -215,6 +215,7 @@ public final class MessagesRequest: Sendable {
                 try MessageRows.reconcile(filter, direction: direction, cursor: start.cursor, limit: limit,
                                           server: items, decoder: context.trustedDecoder, in: db)
             })
+        plan.downloadsMedia = true
         let cachedSeen = Mutex<[BaseMessage]>([])
         await vault.runTwoPhase(plan, gate: gate, busy: .fail, cachedPhase: cachedPhase) { event in
             switch event {

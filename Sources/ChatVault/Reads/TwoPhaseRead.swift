@@ -81,6 +81,8 @@ struct TwoPhasePlan<Item: Sendable>: Sendable {
     var afterCached: (@Sendable ([Item]) -> Void)?
     /// Bookkeeping after a server page (cursors, page counters).
     var afterServer: (@Sendable (WirePage, [Item]) -> Void)?
+    /// Opening a chat online: in `.auto`, the server page's media downloads in the background.
+    var downloadsMedia = false
 }
 
 extension OfflineVault {
@@ -117,6 +119,7 @@ extension OfflineVault {
             if let cache = context.cache, let read = plan.cached {
                 page = (try? await cache.reader.run { db in try read(db, context) }) ?? []
             }
+            hydrateItems(page)
             plan.afterCached?(page)
             emit(.cached(page))
         }
@@ -149,6 +152,8 @@ extension OfflineVault {
             }
             scheduleEviction()
         }
+        hydrateItems(items)
+        if plan.downloadsMedia { autoDownload(items.compactMap { $0 as? BaseMessage }) }
         plan.afterServer?(wire, items)
         emit(.server(items))
     }

@@ -74,6 +74,15 @@ extension OfflineVault {
             }) ?? false
             if wrote { scheduleEviction() }
         }
+        switch parsed {
+        case .received(_, let m):
+            hydrateMedia([m])
+            autoDownload([m])
+        case .edited(_, let m), .deleted(_, let m):
+            hydrateMedia([m])
+        case .reaction, .receipt:
+            break
+        }
         deliverRealtime(parsed)
         // Counted once its delivery is posted: a test that sees the count and then drains the
         // executor has heard it.
@@ -85,6 +94,8 @@ extension OfflineVault {
     func deliverSynced(_ messages: [BaseMessage]) {
         guard !messages.isEmpty else { return }
         for m in messages { m.source = .sync }
+        // Metadata only: a synced message's bytes download when its chat is opened online.
+        hydrateMedia(messages)
         let listeners = realtime.listeners.live()
         let ingest = realtime
         settings.callbackExecutor.execute {

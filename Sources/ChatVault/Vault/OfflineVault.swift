@@ -88,6 +88,8 @@ public final class OfflineVault: Sendable {
     let realtime = RealtimeIngest()
     /// The catch-up sync's sweeps, listeners and streams (the sync point is in the cache).
     let sync = SyncCore()
+    /// The media cache (downloads, views, background downloads).
+    let media = MediaCore()
     /// Background integrity checks of large caches, for `waitForIntegrityCheck`.
     let integrityChecks = IntegrityChecks()
     /// Login, logout, retries and clears run one at a time, in order, on this queue.
@@ -156,6 +158,7 @@ public final class OfflineVault: Sendable {
             self.outboxDetached()
             self.uploadsDetached()
             self.syncDetached()
+            self.mediaDetached()
             self.startLink(userId: userId)
             // Only this first open of a login counts toward escalation.
             self.attemptOpen(generation: generation, countsTowardEscalation: true, done: done)
@@ -168,6 +171,7 @@ public final class OfflineVault: Sendable {
         outboxDetached()
         uploadsDetached()
         syncDetached()
+        mediaDetached()
         await backend.logout()
         _ = await onLifecycle { done in
             self.closeLocked(state: .loggedOut)
@@ -276,6 +280,8 @@ public final class OfflineVault: Sendable {
                     if let unsent { self.outboxCleared(unsent.0, inFlight: unsent.1) }
                     self.uploadsCleared()
                     self.syncCleared()
+                    // A new media key (the old one went with `kv`), no views of wiped files.
+                    self.mediaAttached(cache)
                     continuation.resume(returning: .success(()))
                 } catch {
                     continuation.resume(returning: .failure(CometChatException(.offlineMessagePersistFailed, "the cache could not be cleared: \(error)")))
@@ -377,7 +383,10 @@ public final class OfflineVault: Sendable {
             CacheOpener.acknowledge(report.resets, in: directory)
             // Before the cache serves and before `done`: `getLastSyncTimestamp()` is right as soon
             // as login returns, and no sweep starts against the cache before the engine knows it.
-            if newState.isOfflineActive, let cache = report.cache { self.syncAttached(cache) }
+            if newState.isOfflineActive, let cache = report.cache {
+                self.syncAttached(cache)
+                self.mediaAttached(cache)
+            }
             let current = self.session.withLock { s -> Bool in
                 guard s.generation == generation else { return false }
                 s.state = newState

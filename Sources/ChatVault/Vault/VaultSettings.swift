@@ -40,6 +40,27 @@ public struct RetryPolicy: Sendable, Equatable {
     public static let manualOnly = RetryPolicy(initialDelay: .seconds(86_400 * 365), maximumDelay: .seconds(86_400 * 365))
 }
 
+/// Bounds on media downloads (`VaultSettings.media`): what a hostile or broken server can make
+/// the engine do.
+public struct MediaSettings: Sendable, Equatable {
+    /// The largest attachment accepted, in bytes (default 2 GiB). A server announcing more is
+    /// refused before any byte is written; one sending more is cut off at the limit. Clamped to
+    /// at least 1 byte.
+    public var maxFileBytes: Int64 = 2 << 30
+    /// How long a download may go without receiving a byte before it is abandoned (default 30 s):
+    /// a download that stalls forever ends with an error instead.
+    public var idleTimeout: Duration = .seconds(30)
+    /// Background (`.auto`) downloads running at once (default 2, clamped to 1...8).
+    public var backgroundConcurrency: Int = 2
+    /// Where decrypted views of encrypted media go: nil (the default) means `$XDG_RUNTIME_DIR`,
+    /// the per-user tmpfs of a systemd desktop. Either must be an existing directory owned by the
+    /// user, mode 0700, not a symbolic link; otherwise there are no views (`localPath` stays nil
+    /// for encrypted media and `downloadMedia` fails with `ERROR_OFFLINE_MEDIA_VIEW_UNAVAILABLE`).
+    public var runtimeDirectory: String?
+
+    public init() {}
+}
+
 /// How the catch-up sync pages and paces itself (`VaultSettings.sync`).
 public struct SyncSettings: Sendable, Equatable {
     /// Changes asked for per page of the change log; each page is written in one transaction
@@ -123,6 +144,8 @@ public struct VaultSettings: Sendable {
     public var reconnect = RetryPolicy(initialDelay: .milliseconds(500), maximumDelay: .seconds(30))
     /// The catch-up sync's paging, bounds and throttle.
     public var sync = SyncSettings()
+    /// The media cache's bounds on downloads.
+    public var media = MediaSettings()
 
     public init(applicationId: String, applicationName: String? = nil, rootDirectory: String? = nil,
                 keyStorage: [KeyStorageOption] = [.secretService()], callbackExecutor: CallbackExecutor = .main,

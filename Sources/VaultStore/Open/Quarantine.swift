@@ -37,8 +37,10 @@ struct Quarantine {
     static let noticeName = "reset.json"
 
     /// The cache files a reset sets aside, in the order they move: the manifest goes last, so a
-    /// cache directory whose manifest is still there always has its notice-bearing entry.
-    var movedFiles: [String] { directory.databaseFiles + [directory.manifest] }
+    /// cache directory whose manifest is still there always has its notice-bearing entry. The
+    /// received media folder goes with the database (its rows and, when encrypted, its key live
+    /// there); the outgoing copies stay, for the sends salvage keeps.
+    var movedFiles: [String] { directory.databaseFiles + [directory.media, directory.manifest] }
 
     /// Why a reset could not set the files aside (the reset is abandoned, nothing deleted).
     struct Failure: Error {
@@ -72,6 +74,11 @@ struct Quarantine {
         for file in movedFiles {
             var st = stat()
             guard lstat(file, &st) == 0 else { continue }
+            if scrubPlaintext && file == directory.media {
+                // Plain media of a plaintext cache that may not be kept: removed with it.
+                try? FileManager.default.removeItem(atPath: file)
+                continue
+            }
             if scrubPlaintext && file != directory.manifest {
                 CacheDirectory.scrubAndRemove(file)
                 continue
