@@ -33,6 +33,7 @@ do {
     case "demo": status = try await DemoCommand.run(rest)
     case OutboxStressCommand.verb: status = try await OutboxStressCommand.run(rest)
     case SyncStressCommand.verb: status = try await SyncStressCommand.run(rest)
+    case MediaStressCommand.verb: status = try await MediaStressCommand.run(rest)
     case "scenarios": status = try await ScenariosCommand.run(rest)
     case ScenarioChild.verb: status = try await ScenarioChild.run(rest)
     case "bench": status = try await BenchCommand.run(rest)

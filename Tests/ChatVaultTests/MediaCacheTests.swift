@@ -487,4 +487,40 @@ final class MediaCacheTests: XCTestCase {
         XCTAssertNil(r.vault.getCachedMediaPath(url))
         XCTAssertEqual(r.views(), [])
     }
+
+    // MARK: - Outgoing copies
+
+    func testAutoKeepsTheOutgoingCopyAsTheSentAttachmentsCachedBytes() async throws {
+        let r = try await rig(mode: .auto)
+        let files = SourceFiles()
+        let photo = files.make("photo.png", bytes: 30_000, seed: 5)
+        let original = try XCTUnwrap(FileManager.default.contents(atPath: photo.path))
+        let message = MediaMessage(receiverUid: "bob", files: [photo], messageType: .image, receiverType: .user)
+        let recorder = r.h.sendMedia(message)
+        try await waitUntil("sent") { recorder.isSent }
+        let url = try XCTUnwrap(message.attachment?.fileUrl)
+        XCTAssertEqual(message.attachment?.localPath.flatMap { contents($0) }, original, "the sent object's attachment points at the cached bytes")
+        XCTAssertEqual(r.vault.getCachedMediaPath(url).flatMap { contents($0) }, original)
+        XCTAssertEqual(r.simulator.mediaDownloadCount(url: url), 0, "nothing downloaded back")
+        let localId = try XCTUnwrap(message.localMessageId)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(try XCTUnwrap(r.vault.cacheDirectory).path)/outgoing/\(localId)"))
+        let file = try XCTUnwrap(r.mediaFiles().first)
+        let atRest = try XCTUnwrap(contents("\(r.mediaFolder)/\(file)"))
+        XCTAssertNotEqual(atRest.prefix(64), original.prefix(64), "kept encrypted, as received media")
+        let cached = await r.cachedMessages().first { $0.id == recorder.sentIds.first } as? MediaMessage
+        XCTAssertEqual(cached?.attachment?.localPath.flatMap { contents($0) }, original, "a later read hydrates it")
+    }
+
+    func testOffDropsTheOutgoingCopyOnceSent() async throws {
+        let r = try await rig(mode: .off)
+        let files = SourceFiles()
+        let photo = files.make("photo.png", bytes: 10_000, seed: 6)
+        let message = MediaMessage(receiverUid: "bob", files: [photo], messageType: .image, receiverType: .user)
+        let recorder = r.h.sendMedia(message)
+        try await waitUntil("sent") { recorder.isSent }
+        let url = try XCTUnwrap(message.attachment?.fileUrl)
+        XCTAssertNil(r.vault.getCachedMediaPath(url))
+        XCTAssertNil(message.attachment?.localPath)
+        XCTAssertEqual(r.mediaFiles(), [])
+    }
 }

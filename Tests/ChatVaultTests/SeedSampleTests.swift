@@ -62,6 +62,22 @@ final class SampleOutboxObserver: NSObject, OutboxListener {
     }
 }
 
+// The media page's listener, as written there.
+final class MediaObserver: NSObject, MediaDownloadListener {
+    let heard = Mutex<[String]>([])
+
+    func onMediaDownloaded(_ messageId: String, _ url: String, _ localPath: String) {
+        // messageId: the message's server id (or its local id if not yet sent)
+        // url:       the attachment URL without its query string or fragment
+        // localPath: where the bytes landed
+        heard.withLock { $0.append("downloaded \(messageId) \(url)") }
+    }
+
+    func onMediaDownloadFailed(_ attachment: Attachment?, _ error: CometChatException) {
+        heard.withLock { $0.append("failed \(error.errorCode)") }
+    }
+}
+
 final class SampleSyncObserver: NSObject, SyncListener, CometChatMessageDelegate {
     let completed = Mutex<[CometChat.SyncOutcome]>([])
 
@@ -316,6 +332,68 @@ final class SeedSampleTests: XCTestCase {
         }
         XCTAssertEqual(left, 0, "the custom and interactive messages were sent on reconnect")
         CometChat.removeOutboxListener("OUTBOX_LISTENER")
+        await vault.logout()
+    }
+
+    func testTheMediaPageSamplesRun() async throws {
+        let folder = TemporaryDirectory()
+        let simulator = ChatVaultSimulator(seed: 4, clock: SimulatedClock())
+        for user in ["alice", "bob"] { try simulator.addUser(SimulatedUser(uid: user, name: user)) }
+        let client = simulator.client(for: "alice")
+        // Set the media caching mode at init (fixed for the session)
+        let offlineConfig = OfflineConfig.Builder()
+            .setEnabled(true)
+            .setMediaCaching(.auto)                    // .auto (default) or .off
+            .setMaxMediaCacheSize(500 * 1024 * 1024)   // bytes; 0 = unlimited
+            .setEncryption(false)
+            .build()
+        var settings = VaultSettings(applicationId: "org.chatvault.samples", rootDirectory: folder.path,
+                                     keyStorage: [.custom(MemoryKeyStore())], callbackExecutor: .queue(DispatchQueue(label: "samples")),
+                                     retry: .manualOnly)
+        settings.stableConnectionDelay = .milliseconds(20)
+        let vault = try OfflineVault(appSettings: AppSettings.AppSettingsBuilder().setOfflineConfig(offlineConfig).build(),
+                                     settings: settings, backend: client)
+        CometChat.offlineVault = vault
+        _ = await vault.login(userId: "alice")
+        let mediaObserver = MediaObserver()   // keep a strong reference
+        CometChat.addMediaDownloadListener("MEDIA_LISTENER", mediaObserver)   // MediaDownloadListener
+
+        // Read the mode in effect
+        let mode = CometChat.getMediaCachingMode()     // .off when offline is not active
+        XCTAssertEqual(mode, .auto)
+
+        // A picture arrives while connected: in .auto its bytes download in the background.
+        let url = "https://media.test/seed-cat.png"
+        simulator.registerMedia(url: url, bytes: Data("cat bytes".utf8), mimeType: "image/png")
+        await waitUntil { client.isConnected }
+        let id = try simulator.postMedia(.image, [SimulatedAttachment(name: "cat.png", mimeType: "image/png", url: url)],
+                                         from: "bob", to: .user("alice"))
+        await waitUntil { mediaObserver.heard.withLock { $0 } == ["downloaded \(id) \(url)"] }
+
+        let request = MessagesRequest.MessageRequestBuilder().set(uid: "bob").set(limit: 30).build()
+        let page = await request.fetchPrevious().cached
+        let mediaMessage = try XCTUnwrap(page?.first { $0.id == id } as? MediaMessage)
+        // Resolve cached bytes for an attachment
+        let attachment = mediaMessage.attachment
+        let localPath = attachment?.localPath                           // hydrated automatically on reads
+        let cached = CometChat.getCachedMediaPath(attachment!.fileUrl)  // nil if not cached
+        XCTAssertEqual(localPath.flatMap { FileManager.default.contents(atPath: $0) }, Data("cat bytes".utf8))
+        XCTAssertEqual(cached, localPath)
+
+        // Download on demand
+        let outcome = Mutex<[String]>([])
+        CometChat.downloadMedia(url: attachment!.fileUrl, messageServerId: mediaMessage.id,
+                                onProgress: { percent in outcome.withLock { $0.append("\(percent)") } },
+                                onSuccess: { localPath in outcome.withLock { $0.append("ok") } },
+                                onError: { error in
+                                    print("Download failed: \(error.errorCode)")
+                                    outcome.withLock { $0.append(error.errorCode) }
+                                })
+        await waitUntil { outcome.withLock { $0 }.contains("ok") }
+        XCTAssertEqual(outcome.withLock { $0 }, ["ok"], "served from the cache: nothing to report progress on")
+        XCTAssertEqual(simulator.mediaDownloadCount(url: url), 1)
+
+        CometChat.removeMediaDownloadListener("MEDIA_LISTENER")
         await vault.logout()
     }
 }

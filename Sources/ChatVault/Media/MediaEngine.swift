@@ -488,7 +488,7 @@ extension OfflineVault {
 
     /// Sets `localPath` on every attachment of `messages` whose bytes are cached (each attachment
     /// on its own). Does not refresh recency.
-    func hydrateMedia(_ messages: [BaseMessage]) {
+    package func hydrateMedia(_ messages: [BaseMessage]) {
         var attachments: [(String, Attachment)] = []
         for case let m as MediaMessage in messages {
             for attachment in Self.attachments(of: m) {

@@ -360,6 +360,8 @@ extension OfflineVault {
             noteWaiting(localId)
             return .waiting
         }
+        // `.auto` keeps the bytes as the sent attachments' cached media; the copies go either way.
+        adoptOutgoingCopies(row, message: message, cache: cache)
         OutgoingCopies.remove(localId: localId, in: cache.directory)
         uploadsSent(row.messageToSend)
         scheduleEviction()

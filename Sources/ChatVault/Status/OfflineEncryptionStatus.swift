@@ -37,9 +37,11 @@ public struct OfflineEncryptionStatus: Sendable, Equatable, CustomStringConverti
     }
 
     /// What an encrypted cache still shows to someone holding its files.
-    public static let encryptedLeakage = "Not covered: media files (media/, outgoing/) are stored unencrypted; the manifest "
-        + "(cache id, key id, key-check value, cipher settings) is plaintext; file names, sizes and times are visible. "
-        + "Not end-to-end encryption: the server sees content."
+    public static let encryptedLeakage = "Not covered: copies of files being sent (outgoing/) are stored unencrypted until "
+        + "their send completes; while a user is logged in, decrypted views of opened media sit in a private runtime "
+        + "directory (0700, removed at logout, clear, reset and the next start); the manifest (cache id, key id, "
+        + "key-check value, cipher settings) is plaintext; file names, sizes, counts and times are visible (a media "
+        + "file's size reveals its attachment's size). Not end-to-end encryption: the server sees content."
     /// What an unencrypted cache shows.
     public static let plaintextLeakage = "The cache is not encrypted: anyone who can read its files can read cached "
         + "messages, the outbox and media."

@@ -3,18 +3,19 @@ import VaultKeys
 import VaultStore
 
 /// `chatvault bench <benchmark> …`: benchmarks of the budgets in
-/// shared/reference/performance-budget.md: `open`, `reads`, `outbox` and `sync`.
+/// shared/reference/performance-budget.md: `open`, `reads`, `outbox`, `sync` and `media`.
 enum BenchCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
         guard let benchmark = raw.first, !benchmark.hasPrefix("-") else {
-            throw CLIError.usage("bench needs a benchmark: chatvault bench open [--runs N] [--messages M] [--keystore secret-service|file|memory] [--json], chatvault bench reads [--runs N] [--messages M] [--conversations C] [--json], chatvault bench outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json], or chatvault bench sync [--runs N] [--messages M] [--quick] [--json]")
+            throw CLIError.usage("bench needs a benchmark: chatvault bench open [--runs N] [--messages M] [--keystore secret-service|file|memory] [--json], chatvault bench reads [--runs N] [--messages M] [--conversations C] [--json], chatvault bench outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json], chatvault bench sync [--runs N] [--messages M] [--quick] [--json], or chatvault bench media [--runs N] [--files F] [--messages M] [--quick] [--json]")
         }
         switch benchmark {
         case "open": return try OpenBenchCommand.run(Array(raw.dropFirst()))
         case "reads": return try await ReadBenchCommand.run(Array(raw.dropFirst()))
         case "outbox": return try await OutboxBenchCommand.run(Array(raw.dropFirst()))
         case "sync": return try await SyncBenchCommand.run(Array(raw.dropFirst()))
-        default: throw CLIError.usage("unknown benchmark '\(benchmark)'; available: open, reads, outbox, sync")
+        case "media": return try await MediaBenchCommand.run(Array(raw.dropFirst()))
+        default: throw CLIError.usage("unknown benchmark '\(benchmark)'; available: open, reads, outbox, sync, media")
         }
     }
 }

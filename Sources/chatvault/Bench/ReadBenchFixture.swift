@@ -154,16 +154,19 @@ final class ReadBenchFixture {
 /// A benchmark's engine over a cache of its own (`<root>/<id>`), opened for `user`, encrypted or
 /// not, key in memory: caps at their largest, no byte budget and no scheduled eviction, so the
 /// cache holds exactly what the benchmark writes. Throws when it does not open as asked.
-func openBenchVault(_ id: String, root: String, encryption: Bool, user: String) async throws -> (OfflineVault, VaultCache) {
+func openBenchVault(_ id: String, root: String, encryption: Bool, user: String, backend: any ChatBackend = UnreachableBackend(),
+                    mediaCaching: MediaCachingMode = .auto,
+                    adjust: (inout VaultSettings) -> Void = { _ in }) async throws -> (OfflineVault, VaultCache) {
     let config = OfflineConfig(enabled: true, encryption: encryption, maxStorageSize: 0, maxMessagesPerConversation: 1000,
-                               maxConversations: 1000)
+                               maxConversations: 1000, maxMediaCacheSize: 0, mediaCaching: mediaCaching)
     var settings = VaultSettings(applicationId: "org.chatvault.bench", rootDirectory: "\(root)/\(id)",
                                  keyStorage: [.custom(MemoryKeyStore())], callbackExecutor: .queue(DispatchQueue(label: "chatvault.bench.\(id)")),
                                  retry: .manualOnly)
     settings.evictionDelay = .seconds(365 * 86_400)
+    adjust(&settings)
     let vault: OfflineVault
     do {
-        vault = try OfflineVault(config: config, settings: settings, backend: UnreachableBackend())
+        vault = try OfflineVault(config: config, settings: settings, backend: backend)
     } catch {
         throw CLIError.failure("cannot set up the \(id) benchmark engine: \(error)")
     }

@@ -1,0 +1,65 @@
+import Foundation
+import VaultStore
+
+extension OfflineVault {
+    /// `.auto`: a media send was acknowledged; its copies become the cached bytes of the sent
+    /// message's attachments (received-media rows under the server's URLs, encrypted like any
+    /// received file), so the sender sees the picture offline without downloading it back. In
+    /// `.off` nothing is kept (the caller removes the copies either way). Best effort: a copy
+    /// that cannot be taken over is simply not cached. Returns how many were taken over.
+    @discardableResult
+    func adoptOutgoingCopies(_ row: OutboxRow, message: BaseMessage, cache: VaultCache) -> Int {
+        guard config.mediaCaching == .auto, !row.files.isEmpty else { return 0 }
+        let (generation, key) = media.state.withLock { ($0.generation, $0.key) }
+        if cache.isEncrypted && key == nil { return 0 }
+        let budget = config.maxMediaCacheSize > 0 ? config.maxMediaCacheSize : nil
+        let now = Int64(settings.clock().timeIntervalSince1970 * 1000)
+        var adopted = 0
+        for file in row.files {
+            guard let url = file.attachment?["url"]?.stringValue, let urlKey = MediaURL.key(url),
+                  !file.relativePath.split(separator: "/").contains("..") else { continue }
+            let source = "\(cache.directory.path)/\(file.relativePath)"
+            let name = MediaRows.newName()
+            guard let bytes = try? Self.importFile(source, into: cache.directory.media, as: name, key: key) else { continue }
+            let stored = MediaFileRow(name: name, bytes: bytes, mime: String(file.mimeType.prefix(255)))
+            let written: (String?, [String])? = try? cache.writer.sync { db in
+                guard self.media.state.withLock({ $0.generation == generation }) else { return nil }
+                return try db.transaction {
+                    let replaced = try MediaRows.insert(urlKey, messageId: message.id > 0 ? String(message.id) : nil, row: stored, at: now, in: db)
+                    let evicted = try budget.map { try MediaRows.trim(to: $0, keep: urlKey, in: db) } ?? []
+                    return (replaced, evicted)
+                }
+            }
+            guard let written else {
+                unlink("\(cache.directory.media)/\(name)")
+                continue
+            }
+            for old in [written.0].compactMap({ $0 }) + written.1 { unlink("\(cache.directory.media)/\(old)") }
+            adopted += 1
+        }
+        if adopted > 0 { hydrateMedia([message]) }
+        return adopted
+    }
+
+    /// Copies a local file into `directory` as a media file (encrypted under `key` when given),
+    /// atomically; returns the plaintext length.
+    static func importFile(_ source: String, into directory: String, as name: String, key: MediaKey?) throws -> Int64 {
+        let input = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard input >= 0 else { throw MediaFileError.io(operation: "open outgoing copy", errno: errno) }
+        defer { close(input) }
+        let writer = try MediaFileWriter(directory: directory, key: key)
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                writer.abort()
+                throw MediaFileError.io(operation: "read outgoing copy", errno: errno)
+            }
+            if count == 0 { break }
+            try writer.append(Data(buffer[0..<count]))
+        }
+        try writer.commit(as: name)
+        return writer.plaintextBytes
+    }
+}

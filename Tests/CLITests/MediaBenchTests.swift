@@ -1,0 +1,63 @@
+import ChatVaultTesting
+import Foundation
+import XCTest
+
+/// `chatvault bench media --quick`, run as the built binary: the report's shape and its internal
+/// consistency. Never a timed assertion (the machines are shared and noisy, and a debug build is
+/// slower than the budget is written for).
+final class MediaBenchTests: XCTestCase {
+    func testQuickJSONHasTheDocumentedFields() throws {
+        let scratch = TemporaryDirectory()
+        let run = try CLI.run(["bench", "media", "--quick", "--json"], environment: ["TMPDIR": scratch.path])
+        XCTAssertTrue([0, 1].contains(run.status), "exit status \(run.status) (0 within budget, 1 over); stderr: \(run.stderr)")
+        let report = try run.json()
+        XCTAssertEqual(report["benchmark"] as? String, "media")
+        XCTAssertEqual(report["quick"] as? Bool, true)
+
+        let download = try XCTUnwrap(report["download"] as? [String: Any])
+        XCTAssertEqual(number(download["fileBytes"]), 1_048_576)
+        XCTAssertEqual(number(download["files"]), 4)
+        var medians: [String: Double] = [:]
+        for cache in ["encrypted", "plaintext"] {
+            let rates = try XCTUnwrap(download[cache] as? [String: Any], cache)
+            let median = try XCTUnwrap(number(rates["medianMiBPerSecond"]))
+            XCTAssertGreaterThan(median, 0)
+            XCTAssertTrue((number(rates["minMiBPerSecond"]) ?? 0) <= median && median <= (number(rates["maxMiBPerSecond"]) ?? 0))
+            medians[cache] = median
+        }
+        let ratio = try XCTUnwrap(number(download["encryptedOverPlaintext"]))
+        XCTAssertEqual(ratio, try XCTUnwrap(medians["plaintext"]) / XCTUnwrap(medians["encrypted"]), accuracy: ratio * 0.01)
+
+        let hydration = try XCTUnwrap(report["hydration"] as? [String: Any])
+        XCTAssertEqual(number(hydration["pageMessages"]), 30)
+        XCTAssertEqual(number(hydration["cachedMessages"]), 2000)
+        var hydratedPage = 0.0
+        for cache in ["encrypted", "plaintext"] {
+            let h = try XCTUnwrap(hydration[cache] as? [String: Any], cache)
+            let page = try XCTUnwrap(number(h["pageMedianMs"]))
+            let whole = try XCTUnwrap(number(h["hydratedPageMedianMs"]))
+            XCTAssertGreaterThan(page, 0)
+            XCTAssertGreaterThanOrEqual(whole, page * 0.5, "the hydrated page includes the read")
+            if cache == "encrypted" { hydratedPage = whole }
+        }
+
+        let budget = try XCTUnwrap(report["budget"] as? [String: Any])
+        XCTAssertEqual(number(budget["maxEncryptedOverPlaintext"]), 1.1)
+        XCTAssertEqual(number(budget["maxHydratedPageMs"]), 1)
+        XCTAssertEqual(budget["ratioWithinBudget"] as? Bool, ratio <= 1.1)
+        XCTAssertEqual(budget["hydrationWithinBudget"] as? Bool, hydratedPage <= 1)
+        let within = try XCTUnwrap(budget["withinBudget"] as? Bool)
+        XCTAssertEqual(within, (try XCTUnwrap(budget["failures"] as? [Any])).isEmpty)
+        XCTAssertEqual(run.status, within ? 0 : 1, "the exit status must follow budget.withinBudget")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scratch.path), [], "the benchmark's caches are removed")
+    }
+
+    func testTheTableNamesBothMeasurements() throws {
+        let run = try CLI.run(["bench", "media", "--quick"])
+        XCTAssertTrue([0, 1].contains(run.status), "exit status \(run.status); stderr: \(run.stderr)")
+        for expected in ["chatvault bench media", "download and cache", "hydration", "budget:"] {
+            XCTAssertTrue(run.stdout.contains(expected), "the table lacks '\(expected)':\n\(run.stdout)")
+        }
+        XCTAssertEqual(try CLI.run(["bench", "media", "--files", "0"]).status, 2)
+    }
+}
