@@ -188,7 +188,8 @@ extension OfflineVault {
         let view = "\(directory.path)/\(row.name)"
         if Self.regularFileSize(view) == row.bytes { return .path(view) }
         do {
-            try MediaFileReader.decrypt(file, key: key, to: view)
+            // A view is disposable (removed at the next start anyway): no fsync.
+            try MediaFileReader.decrypt(file, key: key, to: view, durable: false)
             guard Self.regularFileSize(view) == row.bytes else {
                 unlink(view)
                 return .damaged
@@ -335,13 +336,24 @@ extension OfflineVault {
         let name = MediaRows.newName()
         let length = stream.contentLength
         let directory = cache.directory.media
+        // Encrypted: the plaintext also goes straight to its view as it arrives (one pass, no
+        // decryption of the file just written); a view that cannot be written is made later.
+        let viewDirectory: String? = cache.isEncrypted ? (try? media.state.withLock { $0.views }?.get())?.path : nil
         let watch = DownloadWatch()
         let consumer = Task { () throws -> Int64 in
             let writer = try MediaFileWriter(directory: directory, key: mediaKey, maxBytes: maxBytes)
+            var view = viewDirectory.flatMap { try? MediaFileWriter(directory: $0, key: nil, maxBytes: maxBytes) }
+            defer { view?.abort() }
             do {
                 for try await piece in stream.chunks {
                     try Task.checkCancellation()
                     try writer.append(piece)
+                    if let v = view {
+                        do { try v.append(piece) } catch {
+                            v.abort()
+                            view = nil
+                        }
+                    }
                     watch.lastByte.withLock { $0 = .now }
                     if let length, length > 0 {
                         job.report(Int(min(writer.plaintextBytes, length) * 100 / length))
@@ -351,6 +363,10 @@ extension OfflineVault {
                 try Task.checkCancellation()
                 if let length, writer.plaintextBytes != length { throw MediaDownloadFailure.refused("the download did not match its announced length") }
                 try writer.commit(as: name)
+                if let v = view {
+                    _ = try? v.commit(as: name, durable: false)
+                    view = nil
+                }
                 return writer.plaintextBytes
             } catch {
                 writer.abort()

@@ -36,7 +36,9 @@ public enum MediaFileReader {
     /// Decrypts to `destination` atomically (a 0600 temporary file beside it, fsync, rename,
     /// fsync of the directory, which must exist). Nothing is left at `destination` or beside it
     /// when the file fails to verify part-way.
-    public static func decrypt(_ path: String, key: MediaKey?, to destination: String) throws(MediaFileError) {
+    /// - Parameter durable: false for a disposable copy (a view in a tmpfs, made again when lost):
+    ///   no fsync of the file or its directory; the rename still makes it appear whole or not at all.
+    public static func decrypt(_ path: String, key: MediaKey?, to destination: String, durable: Bool = true) throws(MediaFileError) {
         let source = try MediaChunkSource(path: path, key: key)
         let name = (destination as NSString).lastPathComponent
         var directory = (destination as NSString).deletingLastPathComponent
@@ -49,7 +51,7 @@ public enum MediaFileReader {
                 try MediaFileIO.writeAll(fd, chunk, operation: "write decrypted media file")
                 MediaCrypto.cleanse(&chunk)
             }
-            try MediaFileIO.fsync(fd, operation: "fsync decrypted media file")
+            if durable { try MediaFileIO.fsync(fd, operation: "fsync decrypted media file") }
             close(fd)
             isOpen = false
             guard rename(temporary, destination) == 0 else {
@@ -60,7 +62,7 @@ public enum MediaFileReader {
             unlink(temporary)
             throw error
         }
-        try MediaFileIO.fsyncDirectory(directory)
+        if durable { try MediaFileIO.fsyncDirectory(directory) }
     }
 
     /// The plaintext in chunks (64 KiB), each verified before it is yielded; an error ends the

@@ -89,14 +89,16 @@ public final class MediaFileWriter {
     /// Finishes the file (the final chunk), fsyncs it, renames it to `name` in the directory
     /// (replacing a file of that name) and fsyncs the directory. Returns the bytes on disk.
     /// `name` must be one plain file name (no "/").
+    /// - Parameter durable: false for a disposable file (a decrypted view): no fsync of the file or
+    ///   the directory; the rename still makes it appear whole or not at all.
     @discardableResult
-    public func commit(as name: String) throws(MediaFileError) -> Int64 {
+    public func commit(as name: String, durable: Bool = true) throws(MediaFileError) -> Int64 {
         try checkUsable()
         guard MediaFileIO.isPlainName(name) else { throw .io(operation: "commit: not a plain file name", errno: EINVAL) }
         guard let temporaryPath else { throw .io(operation: "commit: no temporary file", errno: EBADF) }
         do throws(MediaFileError) {
             if let cipher { try emit(cipher, final: true) }
-            try MediaFileIO.fsync(fd, operation: "fsync media file")
+            if durable { try MediaFileIO.fsync(fd, operation: "fsync media file") }
             var st = stat()
             guard fstat(fd, &st) == 0 else { throw MediaFileError.io(operation: "fstat media file", errno: errno) }
             close(fd)
@@ -106,7 +108,7 @@ public final class MediaFileWriter {
             }
             self.temporaryPath = nil
             finished = true
-            try MediaFileIO.fsyncDirectory(directory)
+            if durable { try MediaFileIO.fsyncDirectory(directory) }
             return Int64(st.st_size)
         } catch {
             failed = true

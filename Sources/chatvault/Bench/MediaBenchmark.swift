@@ -7,7 +7,8 @@ import VaultStore
 /// `chatvault bench media [--runs N] [--files F] [--messages M] [--quick] [--json]`
 ///
 /// Two measurements, each on an encrypted and a plaintext cache (real ChatVault caches, key in
-/// memory, decrypted views in a private runtime directory under the scratch directory):
+/// memory, decrypted views in a private directory in `/dev/shm`, a tmpfs as `$XDG_RUNTIME_DIR`
+/// is on a desktop, or under the scratch directory when there is no `/dev/shm`):
 ///
 /// - `download`: F files of 1 MiB (default 32) served by the simulator in 64 KiB chunks, each
 ///   fetched with `downloadMedia` one after the other (streamed to a temporary file, encrypted or
@@ -59,8 +60,20 @@ enum MediaBenchCommand {
         try args.rejectUnknown()
 
         let scratch = try ScenariosCommand.makePrivateDirectory()
-        let runtime = "\(scratch.path)/runtime"
-        guard mkdir(runtime, 0o700) == 0, chmod(runtime, 0o700) == 0 else { throw CLIError.failure("cannot make the runtime directory") }
+        // Views go where a desktop puts them, a tmpfs: a private directory in /dev/shm when there
+        // is one (removed at the end), else under the scratch directory.
+        var runtime = "\(scratch.path)/runtime"
+        var template = Array("/dev/shm/chatvault-bench-XXXXXX".utf8CString)
+        let shm = template.withUnsafeMutableBufferPointer { buffer -> String? in
+            guard let base = buffer.baseAddress, let made = mkdtemp(base) else { return nil }
+            return String(cString: made)
+        }
+        defer { if let shm { try? FileManager.default.removeItem(atPath: shm) } }
+        if let shm, chmod(shm, 0o700) == 0 {
+            runtime = shm
+        } else {
+            guard mkdir(runtime, 0o700) == 0, chmod(runtime, 0o700) == 0 else { throw CLIError.failure("cannot make the runtime directory") }
+        }
         var benchmark = MediaBenchmark(sizing: sizing, root: scratch.path, runtime: runtime)
         let report = try await benchmark.run()
         withExtendedLifetime(scratch) {}
