@@ -3,6 +3,7 @@ import ChatVaultTesting
 import Foundation
 import Synchronization
 import VaultKeys
+import VaultStore
 import XCTest
 @testable import ChatVault
 
@@ -277,7 +278,7 @@ final class MediaCacheTests: XCTestCase {
         r.simulator.setMediaBehaviour(url: url, SimulatedMediaBehaviour(chunkSize: 2_048, delayPerChunk: .milliseconds(3)))
         let vault = r.vault
         let paths = try await withThrowingTaskGroup(of: String.self) { group in
-            for k in 0..<6 { group.addTask { try await vault.downloadMedia(url: url + (k % 2 == 0 ? "" : "?sig=\(k)"), messageServerId: id) } }
+            for _ in 0..<6 { group.addTask { try await vault.downloadMedia(url: url, messageServerId: id) } }
             var out: [String] = []
             for try await path in group { out.append(path) }
             return out
@@ -522,5 +523,85 @@ final class MediaCacheTests: XCTestCase {
         XCTAssertNil(r.vault.getCachedMediaPath(url))
         XCTAssertNil(message.attachment?.localPath)
         XCTAssertEqual(r.mediaFiles(), [])
+    }
+
+    func testOutgoingCopiesAreEncryptedUploadedAsPlaintextAndSurviveASalvage() async throws {
+        let r = try await rig(mode: .off)
+        r.h.client.network = .offline
+        let files = SourceFiles()
+        let photo = files.make("photo.png", bytes: 70_000, seed: 8)
+        let attachmentFile = files.make("notes.pdf", bytes: 9_000, seed: 9)
+        let original = try XCTUnwrap(FileManager.default.contents(atPath: photo.path))
+        let batchOriginal = try XCTUnwrap(FileManager.default.contents(atPath: attachmentFile.path))
+        let directory = try XCTUnwrap(r.vault.cacheDirectory).path
+
+        // A queued media send: its copy is ciphertext, its pending message opens the plaintext.
+        let message = MediaMessage(receiverUid: "bob", files: [photo], messageType: .image, receiverType: .user)
+        let recorder = r.h.sendMedia(message)
+        try await waitUntil("pending") { recorder.pendingCount > 0 }
+        let localId = try XCTUnwrap(message.localMessageId)
+        let copy = try XCTUnwrap(contents("\(directory)/outgoing/\(localId)/0"))
+        XCTAssertEqual(copy.prefix(4), Data("CVM1".utf8), "the copy is an encrypted media file")
+        XCTAssertNil(copy.range(of: original.prefix(64)), "no plaintext in the copy")
+        let listed = try await r.vault.pendingMessages()
+        let pendingPath = try XCTUnwrap((listed.first { $0.localMessageId == localId } as? MediaMessage)?.attachment?.localPath)
+        XCTAssertTrue(pendingPath.hasPrefix(r.runtime.path + "/"), pendingPath)
+        XCTAssertEqual(contents(pendingPath), original)
+
+        // An upload batch's copy too.
+        let request = r.h.uploadRequest([attachmentFile])
+        let items = try await request.upload()
+        let batchCopy = try XCTUnwrap(items.first?.localCopyPath)
+        XCTAssertTrue(batchCopy.hasPrefix(r.runtime.path + "/"), "the status hands out the view")
+        XCTAssertEqual(contents(batchCopy), batchOriginal)
+
+        // A damaged database is reset; the outbox, the batch and the media key are salvaged.
+        let cache = try XCTUnwrap(r.vault.openCache)
+        try cache.writer.sync { db in
+            try db.transaction {
+                try CacheRows.insert((0..<3000).map { i in
+                    CacheRows.Message(serverId: Int64(100_000 + i), localId: nil, conversationId: "user_bob", senderId: "bob",
+                                      receiverId: "alice", receiverType: "user", sentAt: Int64(1_700_000_000 + i), body: "received \(i)")
+                }, into: db)
+            }
+        }
+        await r.vault.logout()
+        Damage.middlePage(directory + "/cache.db")
+        try await r.h.restart(network: .offline)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/quarantine").filter { !$0.hasPrefix(".") }.count, 1)
+        let restored = try XCTUnwrap(r.vault.getExistingUploadFileRequest(receiverId: "bob", receiverType: .user, parentMessageId: 0))
+        XCTAssertEqual(restored.getItems().first?.localCopyPath.flatMap { contents($0) }, batchOriginal, "still readable: the key came along")
+
+        // Online: what reaches the server is the plaintext, never the ciphertext.
+        r.h.client.network = .online
+        try await waitUntil("sent after the restart", timeout: .seconds(10)) { r.h.listener.sentLocalIds.contains(localId) }
+        let sentId = try XCTUnwrap(r.h.listener.events(for: localId).compactMap { event -> Int? in
+            if case .sent(_, let id) = event { return id } else { return nil }
+        }.last)
+        let sent = try XCTUnwrap(r.simulator.messageJSON(sentId, as: "alice"))
+        let url = try XCTUnwrap(sent["data"]?["attachments"]?.arrayValue?.first?["url"]?.stringValue)
+        let uploaded = try await r.h.client.downloadMedia(url: url).allBytes()
+        XCTAssertEqual(uploaded, original)
+        XCTAssertFalse(r.views().contains { $0.contains("c-outgoing~\(localId)") }, "the sent copy's view is gone")
+    }
+
+    func testTheLeakageSaysWhetherCopiesOfFilesBeingSentAreEncrypted() async throws {
+        let withViews = try await rig()
+        XCTAssertEqual(withViews.vault.getOfflineEncryptionStatus()["leakage"] as? String, OfflineEncryptionStatus.encryptedLeakage)
+        await withViews.vault.logout()
+        let withoutViews = try await rig(media: { $0.runtimeDirectory = "/nonexistent-runtime-dir" })
+        XCTAssertEqual(withoutViews.vault.getOfflineEncryptionStatus()["leakage"] as? String, OfflineEncryptionStatus.encryptedLeakageWithoutViews)
+        // And it is true: without views a copy stays plain (it must be uploadable).
+        withoutViews.h.client.network = .offline
+        let files = SourceFiles()
+        let photo = files.make("photo.png", bytes: 5_000, seed: 10)
+        let message = MediaMessage(receiverUid: "bob", files: [photo], messageType: .image, receiverType: .user)
+        let recorder = withoutViews.h.sendMedia(message)
+        try await waitUntil("pending") { recorder.pendingCount > 0 }
+        let localId = try XCTUnwrap(message.localMessageId)
+        let copy = "\(try XCTUnwrap(withoutViews.vault.cacheDirectory).path)/outgoing/\(localId)/0"
+        XCTAssertEqual(contents(copy), FileManager.default.contents(atPath: photo.path))
+        let plaintext = try await rig(encryption: false)
+        XCTAssertEqual(plaintext.vault.getOfflineEncryptionStatus()["leakage"] as? String, OfflineEncryptionStatus.plaintextLeakage)
     }
 }

@@ -4,7 +4,7 @@ import VaultStore
 extension OfflineVault {
     /// `.auto`: a media send was acknowledged; its copies become the cached bytes of the sent
     /// message's attachments (received-media rows under the server's URLs, encrypted like any
-    /// received file), so the sender sees the picture offline without downloading it back. In
+    /// received file: an encrypted copy is moved as it is, a plain one re-written), so the sender sees the picture offline without downloading it back. In
     /// `.off` nothing is kept (the caller removes the copies either way). Best effort: a copy
     /// that cannot be taken over is simply not cached. Returns how many were taken over.
     @discardableResult
@@ -20,7 +20,16 @@ extension OfflineVault {
                   !file.relativePath.split(separator: "/").contains("..") else { continue }
             let source = "\(cache.directory.path)/\(file.relativePath)"
             let name = MediaRows.newName()
-            guard let bytes = try? Self.importFile(source, into: cache.directory.media, as: name, key: key) else { continue }
+            let bytes: Int64
+            if key != nil, MediaFileReader.isEncryptedMediaFile(source) {
+                // Encrypted under the same media key: the copy becomes the cached file as it is.
+                guard (try? OutgoingCopies.makePrivateDirectory(cache.directory.media)) != nil,
+                      rename(source, "\(cache.directory.media)/\(name)") == 0 else { continue }
+                bytes = file.size
+            } else {
+                guard let imported = try? Self.importFile(source, into: cache.directory.media, as: name, key: key) else { continue }
+                bytes = imported
+            }
             let stored = MediaFileRow(name: name, bytes: bytes, mime: String(file.mimeType.prefix(255)))
             let written: (String?, [String])? = try? cache.writer.sync { db in
                 guard self.media.state.withLock({ $0.generation == generation }) else { return nil }

@@ -116,7 +116,7 @@ extension OfflineVault {
                 uncopied.insert(localId)
             } else if let media = message as? MediaMessage, !media.localFiles.isEmpty {
                 do {
-                    files = try OutgoingCopies.copy(media.localFiles, localId: localId, into: cache.directory)
+                    files = try OutgoingCopies.copy(media.localFiles, localId: localId, into: cache.directory, key: outgoingCopyKey(cache))
                 } catch {
                     executor.execute {
                         message.messageStatus = .failed
@@ -324,9 +324,13 @@ extension OfflineVault {
         }
         for index in row.files.indices where row.files[index].attachment == nil {
             let file = row.files[index]
+            // Never the ciphertext: an encrypted copy is uploaded from its decrypted view.
+            guard let plaintext = plaintextCopyPath(file.relativePath, root: cache.directory.path) else {
+                return await fail(row, .permanent, OutgoingCopies.failure("the cache's copy can no longer be read"), cache: cache)
+            }
             let answer: JSONValue
             do {
-                answer = try await backend.uploadMedia(path: cache.directory.path + "/" + file.relativePath, name: file.name, mimeType: file.mimeType)
+                answer = try await backend.uploadMedia(path: plaintext, name: file.name, mimeType: file.mimeType)
             } catch {
                 return await settle(row, error, cache: cache)
             }
@@ -363,6 +367,7 @@ extension OfflineVault {
         // `.auto` keeps the bytes as the sent attachments' cached media; the copies go either way.
         adoptOutgoingCopies(row, message: message, cache: cache)
         OutgoingCopies.remove(localId: localId, in: cache.directory)
+        removeCopyViews(folder: "outgoing/\(localId)")
         uploadsSent(row.messageToSend)
         scheduleEviction()
         reportSent(row, message)
@@ -491,6 +496,8 @@ extension OfflineVault {
     func pendingMessage(_ row: OutboxRow, status: MessageStatus) -> BaseMessage? {
         guard case .object(var fields) = row.message else { return nil }
         let directory = cacheDirectory?.path ?? ""
+        // Where an app can open each copy (its view when encrypted).
+        let paths = row.files.map { plaintextCopyPath($0.relativePath, root: directory) ?? directory + "/" + $0.relativePath }
         fields["id"] = .int(0)
         fields["conversationId"] = .string(row.conversationId)
         fields["senderUid"] = .string(row.senderUid)
@@ -498,10 +505,10 @@ extension OfflineVault {
         fields["localMessageId"] = .string(row.localId)
         if !row.files.isEmpty {
             var data = fields["data"]?.objectValue ?? [:]
-            let local = row.files.map { file -> JSONValue in
+            let local = zip(row.files, paths).map { file, path -> JSONValue in
                 file.attachment ?? .object(["name": .string(file.name), "mimeType": .string(file.mimeType), "size": .int(file.size),
                                             "extension": .string((file.name as NSString).pathExtension),
-                                            "url": .string(URL(fileURLWithPath: directory + "/" + file.relativePath).absoluteString)])
+                                            "url": .string(URL(fileURLWithPath: path).absoluteString)])
             }
             data["attachments"] = .array((data["attachments"]?.arrayValue ?? []) + local)
             fields["data"] = .object(data)
@@ -509,10 +516,10 @@ extension OfflineVault {
         guard let message = try? WireDecoder(limits: wireLimits, trusted: true).message(.object(fields)) else { return nil }
         if let media = message as? MediaMessage, !row.files.isEmpty {
             let offset = media.attachments.count - row.files.count
-            for (i, file) in row.files.enumerated() where offset + i >= 0 {
-                media.attachments[offset + i].localPath = directory + "/" + file.relativePath
+            for i in row.files.indices where offset + i >= 0 {
+                media.attachments[offset + i].localPath = paths[i]
             }
-            media.files = row.files.map { URL(fileURLWithPath: directory + "/" + $0.relativePath) }
+            media.files = paths.map { URL(fileURLWithPath: $0) }
         }
         message.messageStatus = status
         message.failureReason = status == .failed ? row.failureReason : nil

@@ -10,7 +10,9 @@ enum OutgoingCopies {
     /// Copies `paths` for the send `localId`. Nothing is left behind on failure.
     /// - Throws: `ERROR_OFFLINE_MEDIA_COPY_FAILED` (a missing or unreadable file, not a regular
     ///   file, a full disk); the sentence names no path.
-    static func copy(_ paths: [String], localId: String, into directory: CacheDirectory) throws(CometChatException) -> [OutgoingFile] {
+    /// - Parameter key: the media key of an encrypted cache: each copy is written encrypted
+    ///   (`MediaFileWriter`); nil keeps plain copies.
+    static func copy(_ paths: [String], localId: String, into directory: CacheDirectory, key: MediaKey? = nil) throws(CometChatException) -> [OutgoingFile] {
         guard isSafeComponent(localId) else { throw failure("the message's local id is unusable") }
         let folder = directory.outgoing + "/" + localId
         var files: [OutgoingFile] = []
@@ -19,7 +21,7 @@ enum OutgoingCopies {
             try makePrivateDirectory(folder)
             for (index, source) in paths.enumerated() {
                 let relative = "outgoing/\(localId)/\(index)"
-                let size = try copyFile(from: source, to: directory.path + "/" + relative)
+                let size = try copyFile(from: source, to: directory.path + "/" + relative, key: key)
                 let name = (source as NSString).lastPathComponent
                 files.append(OutgoingFile(fileId: "\(localId)-\(index)", name: name, mimeType: mimeType(forName: name),
                                           size: size, relativePath: relative))
@@ -73,12 +75,13 @@ enum OutgoingCopies {
     /// Copies one file and syncs it; returns its size. The source is opened non-blocking, so a
     /// FIFO (or a device) is refused as "not a regular file" instead of blocking the caller until
     /// some writer opens it; for a regular file the flag changes nothing.
-    static func copyFile(from source: String, to destination: String) throws(CometChatException) -> Int64 {
+    static func copyFile(from source: String, to destination: String, key: MediaKey? = nil) throws(CometChatException) -> Int64 {
         let input = open(source, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard input >= 0 else { throw failure("the file cannot be opened (errno \(errno))") }
         defer { close(input) }
         var info = stat()
         guard fstat(input, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw failure("it is not a regular file") }
+        if let key { return try encryptedCopy(input, to: destination, key: key) }
         let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard output >= 0 else { throw failure("the copy cannot be created (errno \(errno))") }
         defer { close(output) }
@@ -104,6 +107,33 @@ enum OutgoingCopies {
         }
         guard fsync(output) == 0 else { throw failure("the copy cannot be synced (errno \(errno))") }
         return total
+    }
+
+    /// Copies an open file into `destination`, encrypted under `key` (written atomically: a
+    /// temporary file beside it, fsynced, renamed); returns the plaintext length.
+    private static func encryptedCopy(_ input: Int32, to destination: String, key: MediaKey) throws(CometChatException) -> Int64 {
+        let folder = (destination as NSString).deletingLastPathComponent
+        let name = (destination as NSString).lastPathComponent
+        do {
+            let writer = try MediaFileWriter(directory: folder, key: key)
+            var buffer = [UInt8](repeating: 0, count: chunk)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, chunk) }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    writer.abort()
+                    throw failure("the file cannot be read (errno \(errno))")
+                }
+                if count == 0 { break }
+                try writer.append(Data(buffer[0..<count]))
+            }
+            try writer.commit(as: name)
+            return writer.plaintextBytes
+        } catch let error as CometChatException {
+            throw error
+        } catch {
+            throw failure("the copy cannot be written (\(error))")
+        }
     }
 
     static func syncDirectory(_ path: String) throws(CometChatException) {

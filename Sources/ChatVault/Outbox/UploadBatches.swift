@@ -216,6 +216,7 @@ extension OfflineVault {
         let folder = root + "/" + shell.folder
 
         // Copy first, outside any transaction: each file that cannot be copied is rejected.
+        let copyKey = outgoingCopyKey(cache)
         var next = shell.nextIndex
         var added: [UploadItemRecord] = []
         var folderError: CometChatException?
@@ -234,7 +235,7 @@ extension OfflineVault {
             do throws(CometChatException) {
                 if let folderError { throw folderError }
                 guard url.isFileURL else { throw OutgoingCopies.failure("it is not a file URL") }
-                let size = try OutgoingCopies.copyFile(from: url.path, to: root + "/" + relative)
+                let size = try OutgoingCopies.copyFile(from: url.path, to: root + "/" + relative, key: copyKey)
                 added.append(UploadItemRecord(fileId: fileId, name: name, original: url.path, size: size,
                                               mime: OutgoingCopies.mimeType(forName: name), state: .queued, copy: relative))
             } catch {
@@ -362,28 +363,34 @@ extension OfflineVault {
             var attachment: JSONValue?
             var failure: CometChatException?
             var lostConnection = false
-            do {
-                let answer = try await backend.uploadMedia(path: cache.directory.path + "/" + (item.copy ?? ""), name: item.name, mimeType: item.mime)
+            // Never the ciphertext: an encrypted copy is uploaded from its decrypted view.
+            if let plaintext = plaintextCopyPath(item.copy ?? "", root: cache.directory.path) {
                 do {
-                    attachment = try Acknowledgements.attachment(answer, limits: wireLimits)
+                    let answer = try await backend.uploadMedia(path: plaintext, name: item.name, mimeType: item.mime)
+                    do {
+                        attachment = try Acknowledgements.attachment(answer, limits: wireLimits)
+                    } catch {
+                        state = .rejected
+                        failure = error
+                    }
                 } catch {
-                    state = .rejected
-                    failure = error
+                    switch error {
+                    case .unreachable:
+                        state = .failed
+                        failure = UploadErrors.offline
+                        lostConnection = true
+                    case .timedOut:
+                        state = .failed
+                        failure = UploadErrors.noAnswer
+                    case .server(let status, let code, _):
+                        // A temporary refusal (5xx, 429) may pass on a retry; any other will not.
+                        state = error.isTransient ? .failed : .rejected
+                        failure = CometChatException(errorCode: Self.safeCode(code), errorDescription: "The server refused the upload (status \(status)).")
+                    }
                 }
-            } catch {
-                switch error {
-                case .unreachable:
-                    state = .failed
-                    failure = UploadErrors.offline
-                    lostConnection = true
-                case .timedOut:
-                    state = .failed
-                    failure = UploadErrors.noAnswer
-                case .server(let status, let code, _):
-                    // A temporary refusal (5xx, 429) may pass on a retry; any other will not.
-                    state = error.isTransient ? .failed : .rejected
-                    failure = CometChatException(errorCode: Self.safeCode(code), errorDescription: "The server refused the upload (status \(status)).")
-                }
+            } else {
+                state = .rejected
+                failure = OutgoingCopies.failure("the cache's copy can no longer be read")
             }
             let outcome = (state, attachment, failure, lostConnection)
             let recorded: (record: UploadBatchRecord, changed: [String], remove: [String])?
@@ -626,7 +633,7 @@ extension OfflineVault {
     }
 
     func uploadStatus(_ item: UploadItemRecord, directory: String) -> UploadFileItemStatus {
-        let copy = item.copy.map { directory + "/" + $0 }
+        let copy = item.copy.map { plaintextCopyPath($0, root: directory) ?? directory + "/" + $0 }
         var attachment: Attachment?
         if item.state == .uploaded, let json = item.attachment {
             attachment = try? WireDecoder(limits: wireLimits, trusted: true).attachment(json, path: "attachment")

@@ -37,11 +37,18 @@ public struct OfflineEncryptionStatus: Sendable, Equatable, CustomStringConverti
     }
 
     /// What an encrypted cache still shows to someone holding its files.
-    public static let encryptedLeakage = "Not covered: copies of files being sent (outgoing/) are stored unencrypted until "
-        + "their send completes; while a user is logged in, decrypted views of opened media sit in a private runtime "
-        + "directory (0700, removed at logout, clear, reset and the next start); the manifest (cache id, key id, "
-        + "key-check value, cipher settings) is plaintext; file names, sizes, counts and times are visible (a media "
-        + "file's size reveals its attachment's size). Not end-to-end encryption: the server sees content."
+    /// (With a safe runtime directory for decrypted views: media, received and being sent, is encrypted.)
+    public static let encryptedLeakage = "Not covered: while a user is logged in, decrypted views of opened media and of "
+        + "files being sent sit in a private runtime directory (0700, removed at logout, clear, reset and the next start); "
+        + "the manifest (cache id, key id, key-check value, cipher settings) is plaintext; file names, sizes, counts and "
+        + "times are visible (a media file's size reveals its attachment's size). Not end-to-end encryption: the server "
+        + "sees content."
+    /// What an encrypted cache shows when there is no safe runtime directory: received media stays
+    /// encrypted (read from memory), but copies of files being sent must stay plain to be uploaded.
+    public static let encryptedLeakageWithoutViews = "Not covered: copies of files being sent (outgoing/) are stored "
+        + "unencrypted until their send completes (there is no safe runtime directory to upload them from); the manifest "
+        + "(cache id, key id, key-check value, cipher settings) is plaintext; file names, sizes, counts and times are "
+        + "visible (a media file's size reveals its attachment's size). Not end-to-end encryption: the server sees content."
     /// What an unencrypted cache shows.
     public static let plaintextLeakage = "The cache is not encrypted: anyone who can read its files can read cached "
         + "messages, the outbox and media."

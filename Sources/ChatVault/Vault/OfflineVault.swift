@@ -238,7 +238,8 @@ public final class OfflineVault: Sendable {
             status.atRest = OfflineEncryptionTier.SQLCIPHER
             status.keyStorage = cache.keyStorage.rawValue
             status.cipher = cache.provenCipher
-            status.leakage = OfflineEncryptionStatus.encryptedLeakage
+            status.leakage = outgoingCopyKey(cache) != nil ? OfflineEncryptionStatus.encryptedLeakage
+                : OfflineEncryptionStatus.encryptedLeakageWithoutViews
         } else {
             status.leakage = OfflineEncryptionStatus.plaintextLeakage
         }

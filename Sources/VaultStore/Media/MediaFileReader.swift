@@ -21,6 +21,19 @@ public enum MediaFileReader {
         return data
     }
 
+    /// Whether `path` is a regular file that starts as an encrypted media file does (the format's
+    /// magic). Says nothing of its integrity; a plain file (or none) is false.
+    public static func isEncryptedMediaFile(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return false }
+        var head = [UInt8](repeating: 0, count: MediaFileFormat.magic.count)
+        let count = head.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        return count == head.count && head == MediaFileFormat.magic
+    }
+
     /// Checks the whole file (every chunk's tag, the final marker) without keeping it; returns
     /// the plaintext length.
     public static func verify(_ path: String, key: MediaKey?) throws(MediaFileError) -> Int64 {

@@ -24,9 +24,10 @@ enum Salvage {
     static let kvColumns = ["key", "value"]
     static let mediaColumns = ["url_key", "message_id", "local_file", "bytes", "mime", "outgoing", "created_at", "last_access"]
     /// The `kv` rows worth carrying into a new cache: the engine's upload batches
-    /// (`UploadBatchRows.keyPrefix` in ChatVault). Everything else in `kv` (sync points) is
-    /// rebuilt from the server.
-    static let keptKeyPrefixes = ["upload-batch|"]
+    /// (`UploadBatchRows.keyPrefix` in ChatVault) and the media key (`media.key`: the outgoing
+    /// copies kept with the outbox are encrypted under it). Everything else in `kv` (sync points)
+    /// is rebuilt from the server.
+    static let keptKeyPrefixes = ["upload-batch|", "media.key"]
     /// Scratch directories under `quarantine/` start with this (entries never do).
     static let scratchPrefix = ".salvage-"
 
