@@ -604,4 +604,42 @@ final class MediaCacheTests: XCTestCase {
         let plaintext = try await rig(encryption: false)
         XCTAssertEqual(plaintext.vault.getOfflineEncryptionStatus()["leakage"] as? String, OfflineEncryptionStatus.plaintextLeakage)
     }
+
+    func testListLoadsDoNotRefreshRecencyAndQueuedCopiesAreNeitherCountedNorEvicted() async throws {
+        let r = try await rig(budget: 5_000)
+        func url(_ name: String) -> String { "https://media.test/pin-\(name).png" }
+        var ids: [String: Int] = [:]
+        for name in ["a", "b", "c", "d"] { ids[name] = try r.post([url(name)], bytes: [url(name): Self.bytes(2_000)]) }
+        _ = try await r.vault.downloadMedia(url: url("a"), messageServerId: ids["a"]!)
+        r.h.clock.advance(by: 1)
+        _ = try await r.vault.downloadMedia(url: url("b"), messageServerId: ids["b"]!)
+        r.h.clock.advance(by: 1)
+        // A list load hydrates a and b, and does not make a recent.
+        let listed = await r.cachedMessages()
+        XCTAssertEqual(listed.compactMap { ($0 as? MediaMessage)?.attachment?.localPath }.count, 2)
+        r.h.clock.advance(by: 1)
+        _ = try await r.vault.downloadMedia(url: url("c"), messageServerId: ids["c"]!)
+        XCTAssertNil(r.vault.getCachedMediaPath(url("a")), "a was the least recently accessed despite the list load")
+        XCTAssertNotNil(r.vault.getCachedMediaPath(url("b")))
+
+        // A kept copy (an upload batch's, offline): admitting it makes room by evicting received
+        // media (the send page's rule: b and c go); once kept, it neither counts toward the
+        // received-media trim nor is ever evicted, so the total may pass the budget.
+        r.h.client.network = .offline
+        let files = SourceFiles()
+        let big = files.make("big.png", bytes: 4_000, seed: 11)
+        let items = try await r.h.uploadRequest([big]).upload()
+        let kept = try XCTUnwrap(items.first?.localCopyPath)
+        XCTAssertNil(r.vault.getCachedMediaPath(url("b")), "evicted to admit the copy")
+        XCTAssertNil(r.vault.getCachedMediaPath(url("c")))
+        r.h.client.network = .online
+        ids["e"] = try r.post([url("e")], bytes: [url("e"): Self.bytes(2_000)])
+        r.h.clock.advance(by: 1)
+        _ = try await r.vault.downloadMedia(url: url("d"), messageServerId: ids["d"]!)
+        r.h.clock.advance(by: 1)
+        _ = try await r.vault.downloadMedia(url: url("e"), messageServerId: ids["e"]!)
+        XCTAssertNotNil(r.vault.getCachedMediaPath(url("d")), "4,000 received bytes fit: the kept copy is not counted")
+        XCTAssertNotNil(r.vault.getCachedMediaPath(url("e")))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: kept), "the kept copy is never evicted")
+    }
 }
