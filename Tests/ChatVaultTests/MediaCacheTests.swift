@@ -642,4 +642,25 @@ final class MediaCacheTests: XCTestCase {
         XCTAssertNotNil(r.vault.getCachedMediaPath(url("e")))
         XCTAssertTrue(FileManager.default.fileExists(atPath: kept), "the kept copy is never evicted")
     }
+
+    func testAutoKeepsAnUploadBatchsCopiesOnceTheirMessageIsSent() async throws {
+        let r = try await rig(mode: .auto)
+        let files = SourceFiles()
+        let file = files.make("doc.pdf", bytes: 12_000, seed: 12)
+        let original = try XCTUnwrap(FileManager.default.contents(atPath: file.path))
+        let request = r.h.uploadRequest([file])
+        let items = try await request.upload()
+        XCTAssertEqual(items.map(\.state), [.uploaded])
+        let batchId = try XCTUnwrap(request.batchId)
+        let message = MediaMessage(receiverUid: "bob", fileurl: nil, messageType: .file, receiverType: .user)
+        message.attachments = request.getAttachments()
+        let sent = r.h.sendMedia(message)
+        try await waitUntil("sent") { sent.isSent }
+        let directory = try XCTUnwrap(r.vault.cacheDirectory).path
+        try await waitUntil("the batch ended") { !FileManager.default.fileExists(atPath: "\(directory)/outgoing/upload-\(batchId)") }
+        let url = try XCTUnwrap(items.first?.attachment?.fileUrl)
+        XCTAssertEqual(r.vault.getCachedMediaPath(url).flatMap { contents($0) }, original, "kept as the sent attachment's bytes")
+        XCTAssertEqual(r.simulator.mediaDownloadCount(url: url), 0)
+        XCTAssertFalse(r.views().contains { $0.contains("c-outgoing~upload-") }, "the copy's view went with the batch")
+    }
 }

@@ -9,14 +9,34 @@ extension OfflineVault {
     /// that cannot be taken over is simply not cached. Returns how many were taken over.
     @discardableResult
     func adoptOutgoingCopies(_ row: OutboxRow, message: BaseMessage, cache: VaultCache) -> Int {
-        guard config.mediaCaching == .auto, !row.files.isEmpty else { return 0 }
+        let copies = row.files.compactMap { file -> KeptCopy? in
+            guard let url = file.attachment?["url"]?.stringValue else { return nil }
+            return KeptCopy(relativePath: file.relativePath, url: url, size: file.size, mime: file.mimeType)
+        }
+        let adopted = adoptCopies(copies, messageId: message.id, cache: cache)
+        if adopted > 0 { hydrateMedia([message]) }
+        return adopted
+    }
+
+    /// A copy of a sent file, and the server URL its bytes now answer to.
+    struct KeptCopy {
+        let relativePath: String
+        let url: String
+        let size: Int64
+        let mime: String
+    }
+
+    /// `.auto`: takes the copies over as received media of message `messageId` (see above).
+    @discardableResult
+    func adoptCopies(_ copies: [KeptCopy], messageId: Int, cache: VaultCache) -> Int {
+        guard config.mediaCaching == .auto, !copies.isEmpty else { return 0 }
         let (generation, key) = media.state.withLock { ($0.generation, $0.key) }
         if cache.isEncrypted && key == nil { return 0 }
         let budget = config.maxMediaCacheSize > 0 ? config.maxMediaCacheSize : nil
         let now = Int64(settings.clock().timeIntervalSince1970 * 1000)
         var adopted = 0
-        for file in row.files {
-            guard let url = file.attachment?["url"]?.stringValue, let urlKey = MediaURL.key(url),
+        for file in copies {
+            guard let urlKey = MediaURL.key(file.url), !file.relativePath.hasPrefix("/"),
                   !file.relativePath.split(separator: "/").contains("..") else { continue }
             let source = "\(cache.directory.path)/\(file.relativePath)"
             let name = MediaRows.newName()
@@ -30,11 +50,11 @@ extension OfflineVault {
                 guard let imported = try? Self.importFile(source, into: cache.directory.media, as: name, key: key) else { continue }
                 bytes = imported
             }
-            let stored = MediaFileRow(name: name, bytes: bytes, mime: String(file.mimeType.prefix(255)))
+            let stored = MediaFileRow(name: name, bytes: bytes, mime: String(file.mime.prefix(255)))
             let written: (String?, [String])? = try? cache.writer.sync { db in
                 guard self.media.state.withLock({ $0.generation == generation }) else { return nil }
                 return try db.transaction {
-                    let replaced = try MediaRows.insert(urlKey, messageId: message.id > 0 ? String(message.id) : nil, row: stored, at: now, in: db)
+                    let replaced = try MediaRows.insert(urlKey, messageId: messageId > 0 ? String(messageId) : nil, row: stored, at: now, in: db)
                     let evicted = try budget.map { try MediaRows.trim(to: $0, keep: urlKey, in: db) } ?? []
                     return (replaced, evicted)
                 }
@@ -46,7 +66,6 @@ extension OfflineVault {
             for old in [written.0].compactMap({ $0 }) + written.1 { unlink("\(cache.directory.media)/\(old)") }
             adopted += 1
         }
-        if adopted > 0 { hydrateMedia([message]) }
         return adopted
     }
 

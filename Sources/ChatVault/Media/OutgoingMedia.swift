@@ -49,6 +49,12 @@ extension OfflineVault {
         for name in names where name.hasPrefix(prefix) { unlink("\(directory.path)/\(name)") }
     }
 
+    /// Removes the view of one copy (once sent).
+    func removeCopyView(_ relative: String) {
+        guard let directory = try? media.state.withLock({ $0.views })?.get() else { return }
+        unlink("\(directory.path)/\(Self.copyViewName(relative))")
+    }
+
     /// A view's name for the copy at `relative` (`c-outgoing~<local id>~0`).
     static func copyViewName(_ relative: String) -> String {
         "c-" + relative.replacingOccurrences(of: "/", with: "~")

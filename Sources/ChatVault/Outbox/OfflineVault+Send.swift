@@ -181,7 +181,7 @@ extension OfflineVault {
                     typed.messageStatus = MessageRows.status(of: typed, me: me)
                     if let cache = self.openCache {
                         _ = try? await cache.writer.run { db in try MessageRows.upsert(ack, typed, me: me, source: .realtime, in: db) }
-                        self.uploadsSent(payload)
+                        self.uploadsSent(payload, messageId: typed.id)
                         self.scheduleEviction()
                     }
                 }

@@ -368,7 +368,7 @@ extension OfflineVault {
         adoptOutgoingCopies(row, message: message, cache: cache)
         OutgoingCopies.remove(localId: localId, in: cache.directory)
         removeCopyViews(folder: "outgoing/\(localId)")
-        uploadsSent(row.messageToSend)
+        uploadsSent(row.messageToSend, messageId: message.id)
         scheduleEviction()
         reportSent(row, message)
         return .sent

@@ -563,7 +563,9 @@ extension OfflineVault {
 
     /// A media message was acknowledged: the files of its composer's batch whose attachments it
     /// carried leave the batch (which ends with its last file). `wire` is the message as sent.
-    func uploadsSent(_ wire: JSONValue) {
+    /// - Parameter messageId: the acknowledged message's server id (`.auto` keeps the sent
+    ///   files' copies as its attachments' cached bytes).
+    func uploadsSent(_ wire: JSONValue, messageId: Int) {
         guard let receiver = wire["receiver"]?.stringValue, let type = wire["receiverType"]?.stringValue.flatMap(ReceiverType.init(rawValue:)),
               let cache = openCache else { return }
         let urls = Set((wire["data"]?["attachments"]?.arrayValue ?? []).compactMap { $0["url"]?.stringValue })
@@ -572,7 +574,7 @@ extension OfflineVault {
         uploads.admission.async {
             guard let changed = try? cache.writer.sync({ db in
                 try self.fixUpUploads(cache, db)
-                return try db.transaction { () throws -> (record: UploadBatchRecord, remaining: UploadBatchRecord?, copies: [String])? in
+                return try db.transaction { () throws -> (record: UploadBatchRecord, remaining: UploadBatchRecord?, copies: [String], sent: [UploadItemRecord])? in
                     guard var record = try UploadBatchRows.load(composer, in: db) else { return nil }
                     let sent = record.items.filter { $0.state == .uploaded && ($0.attachment?["url"]?.stringValue).map(urls.contains) == true }
                     guard !sent.isEmpty else { return nil }
@@ -581,12 +583,17 @@ extension OfflineVault {
                     record.items.removeAll { ids.contains($0.fileId) }
                     if record.items.isEmpty {
                         try UploadBatchRows.delete(record, in: db)
-                        return (record, nil, [])
+                        return (record, nil, [], sent)
                     }
                     try UploadBatchRows.save(record, in: db)
-                    return (record, record, sent.compactMap(\.copy))
+                    return (record, record, sent.compactMap(\.copy), sent)
                 }
             }) else { return }
+            self.adoptCopies(changed.sent.compactMap { item -> KeptCopy? in
+                guard let copy = item.copy, let url = item.attachment?["url"]?.stringValue else { return nil }
+                return KeptCopy(relativePath: copy, url: url, size: item.size, mime: item.mime)
+            }, messageId: messageId, cache: cache)
+            for item in changed.sent { if let copy = item.copy { self.removeCopyView(copy) } }
             if changed.remaining == nil {
                 try? FileManager.default.removeItem(atPath: cache.directory.path + "/" + changed.record.folder)
             } else {
