@@ -10,7 +10,7 @@ import XCTest
 /// The media cache against the simulator: downloads (cache, URL, one re-signed URL), progress,
 /// shared downloads, hostile servers, the LRU budget, damaged files, decrypted views, and the
 /// `.auto` / `.off` modes on the live paths and the sync path.
-final class MediaCacheTests: XCTestCase {
+final class MediaCacheTests: XCTestCase, Polling {
     // MARK: - Support
 
     final class MediaRecorder: MediaDownloadListener, @unchecked Sendable {
@@ -97,22 +97,6 @@ final class MediaCacheTests: XCTestCase {
         try await waitUntil("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
         await h.vault.waitForSyncIdle()
         return rig
-    }
-
-    func waitUntil(_ what: String, timeout: Duration = .seconds(5), _ condition: () throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while try !condition() {
-            guard ContinuousClock.now < deadline else { return XCTFail("timed out waiting: \(what)") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
-
-    func waitUntilAsync(_ what: String, timeout: Duration = .seconds(5), _ condition: () async -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while await !condition() {
-            guard ContinuousClock.now < deadline else { return XCTFail("timed out waiting: \(what)") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
     }
 
     static func bytes(_ count: Int, marker: String = "MEDIA-MARKER-7Q") -> Data {
@@ -556,15 +540,7 @@ final class MediaCacheTests: XCTestCase {
         XCTAssertEqual(contents(batchCopy), batchOriginal)
 
         // A damaged database is reset; the outbox, the batch and the media key are salvaged.
-        let cache = try XCTUnwrap(r.vault.openCache)
-        try cache.writer.sync { db in
-            try db.transaction {
-                try CacheRows.insert((0..<3000).map { i in
-                    CacheRows.Message(serverId: Int64(100_000 + i), localId: nil, conversationId: "user_bob", senderId: "bob",
-                                      receiverId: "alice", receiverType: "user", sentAt: Int64(1_700_000_000 + i), body: "received \(i)")
-                }, into: db)
-            }
-        }
+        try fillWithReceivedMessages(try XCTUnwrap(r.vault.openCache))
         await r.vault.logout()
         Damage.middlePage(directory + "/cache.db")
         try await r.h.restart(network: .offline)

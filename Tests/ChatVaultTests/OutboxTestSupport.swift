@@ -189,3 +189,30 @@ func waitUntil(_ seconds: Double = 10, _ what: String = "condition", file: Stati
     }
     if try !condition() { XCTFail("timed out waiting for \(what)", file: file, line: line) }
 }
+
+/// Test cases that poll with named waits (`waitUntil("what") { … }`).
+protocol Polling {}
+
+extension Polling where Self: XCTestCase {
+    /// Polls `condition` every 5 ms until it holds; fails the test after `timeout`.
+    func waitUntil(_ what: String, timeout: Duration = .seconds(5), _ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while try !condition() {
+            guard ContinuousClock.now < deadline else { return XCTFail("timed out waiting: \(what)") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
+
+/// Enough received messages (3,000 rows) that a page in the middle of the database file holds
+/// only them: damaging that page (`Damage.middlePage`) leaves the outbox readable for salvage.
+func fillWithReceivedMessages(_ cache: VaultCache) throws {
+    try cache.writer.sync { db in
+        try db.transaction {
+            try CacheRows.insert((0..<3000).map { i in
+                CacheRows.Message(serverId: Int64(100_000 + i), localId: nil, conversationId: "user_bob", senderId: "bob",
+                                  receiverId: "alice", receiverType: "user", sentAt: Int64(1_700_000_000 + i), body: "received \(i)")
+            }, into: db)
+        }
+    }
+}

@@ -6,7 +6,7 @@ import XCTest
 
 /// Realtime ingest: events from the simulator's connection are validated, written to the encrypted
 /// cache, then delivered to message listeners and streams in arrival order.
-final class RealtimeIngestTests: XCTestCase {
+final class RealtimeIngestTests: XCTestCase, Polling {
     // MARK: - Support
 
     /// What a message listener heard, as short lines (`kind id …`), in order.
@@ -54,14 +54,6 @@ final class RealtimeIngestTests: XCTestCase {
         try await waitUntil("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
         await h.vault.waitForSyncIdle()
         return h
-    }
-
-    func waitUntil(_ what: String, timeout: Duration = .seconds(5), _ condition: () throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while try !condition() {
-            guard ContinuousClock.now < deadline else { return XCTFail("timed out waiting: \(what)") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
     }
 
     /// Waits until `recorder` heard `count` events (after the callback queue drained).

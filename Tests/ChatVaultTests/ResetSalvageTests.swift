@@ -19,16 +19,7 @@ final class ResetSalvageTests: XCTestCase {
         let batchId = try XCTUnwrap(request.batchId)
         let pending = h.send(h.text("still unsent"))
         await waitUntil { pending.pendingCount > 0 }
-        // Enough received messages that a page in the middle of the file holds only them.
-        let cache = try XCTUnwrap(h.vault.openCache)
-        try cache.writer.sync { db in
-            try db.transaction {
-                try CacheRows.insert((0..<3000).map { i in
-                    CacheRows.Message(serverId: Int64(100_000 + i), localId: nil, conversationId: "user_bob", senderId: "bob",
-                                      receiverId: "alice", receiverType: "user", sentAt: Int64(1_700_000_000 + i), body: "received \(i)")
-                }, into: db)
-            }
-        }
+        try fillWithReceivedMessages(try XCTUnwrap(h.vault.openCache))
         let directory = try h.cacheDirectoryPath()
         let copies = failed.compactMap(\.localCopyPath)
         XCTAssertEqual(copies.count, 2)

@@ -32,8 +32,6 @@ extension OfflineVault {
         guard config.mediaCaching == .auto, !copies.isEmpty else { return 0 }
         let (generation, key) = media.state.withLock { ($0.generation, $0.key) }
         if cache.isEncrypted && key == nil { return 0 }
-        let budget = config.maxMediaCacheSize > 0 ? config.maxMediaCacheSize : nil
-        let now = Int64(settings.clock().timeIntervalSince1970 * 1000)
         var adopted = 0
         for file in copies {
             guard let urlKey = MediaURL.key(file.url), !file.relativePath.hasPrefix("/"),
@@ -51,20 +49,7 @@ extension OfflineVault {
                 bytes = imported
             }
             let stored = MediaFileRow(name: name, bytes: bytes, mime: String(file.mime.prefix(255)))
-            let written: (String?, [String])? = try? cache.writer.sync { db in
-                guard self.media.state.withLock({ $0.generation == generation }) else { return nil }
-                return try db.transaction {
-                    let replaced = try MediaRows.insert(urlKey, messageId: messageId > 0 ? String(messageId) : nil, row: stored, at: now, in: db)
-                    let evicted = try budget.map { try MediaRows.trim(to: $0, keep: urlKey, in: db) } ?? []
-                    return (replaced, evicted)
-                }
-            }
-            guard let written else {
-                unlink("\(cache.directory.media)/\(name)")
-                continue
-            }
-            for old in [written.0].compactMap({ $0 }) + written.1 { unlink("\(cache.directory.media)/\(old)") }
-            adopted += 1
+            if record(stored, key: urlKey, messageId: messageId, cache: cache, generation: generation) { adopted += 1 }
         }
         return adopted
     }

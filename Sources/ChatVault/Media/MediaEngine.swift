@@ -402,8 +402,21 @@ extension OfflineVault {
             }
         }
         let row = MediaFileRow(name: name, bytes: bytes, mime: stream.mimeType.map { String($0.prefix(255)) })
+        guard record(row, key: key, messageId: messageId, cache: cache, generation: generation) else {
+            throw .local("the cache could not record the file")
+        }
+        if let length, length > 0 { job.report(100) }
+        return row
+    }
+
+    /// Records a file now under `media/` as the cached bytes of `key` (replacing an older file of
+    /// the key) and trims received media to the budget, in one transaction; then removes the
+    /// replaced and evicted files. False (and the new file removed) when the cache was detached
+    /// meanwhile or refused the write.
+    func record(_ row: MediaFileRow, key: String, messageId: Int, cache: VaultCache, generation: Int) -> Bool {
         let now = Int64(settings.clock().timeIntervalSince1970 * 1000)
         let budget = config.maxMediaCacheSize > 0 ? config.maxMediaCacheSize : nil
+        let folder = cache.directory.media
         let written: (String?, [String])? = try? cache.writer.sync { db in
             guard self.media.state.withLock({ $0.generation == generation }) else { return nil }
             return try db.transaction {
@@ -413,12 +426,11 @@ extension OfflineVault {
             }
         }
         guard let written else {
-            unlink("\(directory)/\(name)")
-            throw .local("the cache could not record the file")
+            unlink("\(folder)/\(row.name)")
+            return false
         }
-        for old in [written.0].compactMap({ $0 }) + written.1 { unlink("\(directory)/\(old)") }
-        if let length, length > 0 { job.report(100) }
-        return row
+        for old in [written.0].compactMap({ $0 }) + written.1 { unlink("\(folder)/\(old)") }
+        return true
     }
 
     // MARK: - Background downloads (.auto)

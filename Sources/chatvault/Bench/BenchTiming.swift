@@ -70,3 +70,23 @@ struct TimingSummary: Sendable {
         return sorted[min(max(rank, 1), sorted.count) - 1]
     }
 }
+
+/// A benchmark's report that checks budgets.
+protocol BudgetedReport {
+    var json: JSON { get }
+    var table: String { get }
+    var withinBudget: Bool { get }
+    /// The failed checks, human-readable.
+    var failures: [String] { get }
+}
+
+/// Prints the report (`--json` or the table) and returns the exit status: 0 within budget, 1 when
+/// not (the failed checks also go to standard error).
+func finish(_ report: some BudgetedReport, json: Bool) -> Int32 {
+    emit(json ? report.json.render() : report.table)
+    guard report.withinBudget else {
+        complain("over budget: " + report.failures.joined(separator: "; "))
+        return 1
+    }
+    return 0
+}

@@ -77,12 +77,7 @@ enum MediaBenchCommand {
         var benchmark = MediaBenchmark(sizing: sizing, root: scratch.path, runtime: runtime)
         let report = try await benchmark.run()
         withExtendedLifetime(scratch) {}
-        emit(json ? report.json.render() : report.table)
-        guard report.withinBudget else {
-            complain("over budget: " + report.failures.joined(separator: "; "))
-            return 1
-        }
-        return 0
+        return finish(report, json: json)
     }
 }
 
@@ -219,7 +214,7 @@ struct MediaBenchmark {
     }
 }
 
-struct MediaBenchReport {
+struct MediaBenchReport: BudgetedReport {
     let sizing: MediaBenchCommand.Sizing
     let encryptedRates: [Double]
     let plaintextRates: [Double]

@@ -84,12 +84,7 @@ enum ReadBenchCommand {
         let results = try outcome.get()
         let report = ReadBenchReport(results: results, fixture: fixture, runs: runs, warmups: ReadBenchmark.warmups(fixture))
 
-        emit(json ? report.json.render() : report.table)
-        guard report.withinBudget else {
-            complain("over budget: " + report.failures.joined(separator: "; "))
-            return 1
-        }
-        return 0
+        return finish(report, json: json)
     }
 }
 
@@ -207,7 +202,7 @@ struct ReadBenchmark {
 }
 
 /// The figures, ratios and budget verdict of one `bench reads` run.
-struct ReadBenchReport {
+struct ReadBenchReport: BudgetedReport {
     let results: [ReadBenchmark.Result]
     let fixture: ReadBenchFixture
     let runs: Int

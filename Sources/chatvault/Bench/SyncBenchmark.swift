@@ -107,12 +107,7 @@ enum SyncBenchCommand {
         var benchmark = SyncBenchmark(sizing: sizing, root: scratch.path)
         let report = try await benchmark.run()
         withExtendedLifetime(scratch) {}
-        emit(json ? report.json.render() : report.table)
-        guard report.withinBudget else {
-            complain("over budget: " + report.failures.joined(separator: "; "))
-            return 1
-        }
-        return 0
+        return finish(report, json: json)
     }
 }
 
@@ -338,7 +333,7 @@ struct SyncBenchmark {
 }
 
 /// The figures, ratios and budget verdict of one `bench sync` run.
-struct SyncBenchReport {
+struct SyncBenchReport: BudgetedReport {
     let sizing: SyncBenchCommand.Sizing
     let sizes: [SyncBenchmark.PageSizeResult]
     let growth: [SyncBenchmark.Checkpoint]
