@@ -109,9 +109,12 @@ final class MessageReadTests: XCTestCase {
         await h.login()
         _ = await h.messages { $0.set(uid: "bob").set(limit: 30) }.fetchPrevious()
         XCTAssertEqual(try h.cachedIds("alice_user_bob"), ids)
-        // Changed on the server, a new one, and one the server no longer has.
-        try h.simulator.edit(ids[3], to: .text("edited"))
-        let added = try h.simulator.postText("new", from: "bob", to: .user("alice"))
+        // Changed on the server, a new one, and one the server no longer has (while away: the
+        // realtime connection would otherwise bring the new one into the cache before the read).
+        let added = try h.whileAway { () throws -> Int in
+            try h.simulator.edit(ids[3], to: .text("edited"))
+            return try h.simulator.postText("new", from: "bob", to: .user("alice"))
+        }
         let removed = ids[5]
         h.client.failNext(.messages, with: .page { page in
             WirePage(items: page.items.filter { $0["id"]?.intValue != Int64(removed) }, nextCursor: page.nextCursor)
