@@ -161,7 +161,10 @@ final class MediaChunkCipher {
     func seal(_ plain: [UInt8], index: UInt64, final: Bool) throws(MediaFileError) -> [UInt8] {
         let iv = nonce(index)
         let aad = aad(index, final: final)
-        var out = [UInt8](repeating: 0, count: plain.count + MediaFileFormat.tagCount)
+        // Every byte is written below (ciphertext, then the tag); on failure the array is dropped.
+        var out = [UInt8](unsafeUninitializedCapacity: plain.count + MediaFileFormat.tagCount) { _, count in
+            count = plain.count + MediaFileFormat.tagCount
+        }
         let ok = chunkKey.withUnsafeBufferPointer { key -> Bool in
             out.withUnsafeMutableBufferPointer { out -> Bool in
                 guard let outBase = out.baseAddress,

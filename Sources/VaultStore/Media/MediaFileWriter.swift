@@ -64,18 +64,26 @@ public final class MediaFileWriter {
     public func append(_ bytes: Data) throws(MediaFileError) {
         try checkUsable()
         guard Int64(bytes.count) <= maxBytes - plaintextBytes else { throw .tooLarge(limit: maxBytes) }
-        do {
+        do throws(MediaFileError) {
             if let cipher {
-                var rest = bytes[...]
-                while !rest.isEmpty {
-                    if pending.count == MediaFileFormat.chunkSize {
-                        // More follows, so the buffered chunk is not the last.
-                        try emit(cipher, final: false)
+                // Over the raw bytes: slicing a `Data` per chunk would copy it.
+                var failure: MediaFileError?
+                bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+                    var offset = 0
+                    while offset < raw.count {
+                        if pending.count == MediaFileFormat.chunkSize {
+                            // More follows, so the buffered chunk is not the last.
+                            do throws(MediaFileError) { try emit(cipher, final: false) } catch {
+                                failure = error
+                                return
+                            }
+                        }
+                        let take = min(MediaFileFormat.chunkSize - pending.count, raw.count - offset)
+                        pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + take)]))
+                        offset += take
                     }
-                    let take = min(MediaFileFormat.chunkSize - pending.count, rest.count)
-                    pending.append(contentsOf: rest.prefix(take))
-                    rest = rest.dropFirst(take)
                 }
+                if let failure { throw failure }
             } else {
                 try MediaFileIO.writeAll(fd, bytes, operation: "write media file")
             }
