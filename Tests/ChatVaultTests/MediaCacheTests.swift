@@ -639,4 +639,30 @@ final class MediaCacheTests: XCTestCase, Polling {
         XCTAssertEqual(r.simulator.mediaDownloadCount(url: url), 0)
         XCTAssertFalse(r.views().contains { $0.contains("c-outgoing~upload-") }, "the copy's view went with the batch")
     }
+
+    func testThreadsAndReactionEventsCarryTheCachedPath() async throws {
+        let r = try await rig(mode: .auto)
+        let url = "https://media.test/thread-parent.png"
+        let data = Self.bytes(3_000)
+        let id = try r.post([url], bytes: [url: data])
+        try await waitUntil("the background download") { r.h.drain(); return r.recorder.downloaded.withLock { $0.count } == 1 }
+        _ = try r.simulator.postText("a reply", from: "alice", to: .user("bob"), parentId: id)
+        let threads = ThreadsRequest.ThreadsRequestBuilder(vault: r.vault).build()
+        let fetched = try await threads.fetchNext().server.get()
+        let thread = try XCTUnwrap(fetched.first { $0.parentMessageId == id })
+        XCTAssertEqual((thread.parentMessage as? MediaMessage)?.attachment?.localPath.flatMap { contents($0) }, data, "a thread's parent")
+
+        // A reaction on the message: the event's message carries the path too.
+        let events = MessageEventsRecorder()
+        r.vault.addMessageListener("reactions", events)
+        try r.simulator.react("👍", to: id, by: "bob")
+        try await waitUntil("the reaction") { r.h.drain(); return events.reacted.withLock { $0 } != nil }
+        let reacted = events.reacted.withLock { $0 }
+        XCTAssertEqual((reacted as? MediaMessage)?.attachment?.localPath.flatMap { contents($0) }, data)
+    }
+}
+
+final class MessageEventsRecorder: CometChatMessageDelegate, @unchecked Sendable {
+    let reacted = Mutex<BaseMessage?>(nil)
+    func onMessageReactionAdded(reactionEvent: ReactionEvent) { reacted.withLock { $0 = reactionEvent.message } }
 }

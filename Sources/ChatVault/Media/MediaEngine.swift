@@ -541,7 +541,8 @@ extension OfflineVault {
         }
     }
 
-    /// `hydrateMedia` for items of any type a read delivers (messages, and a conversation's last message).
+    /// `hydrateMedia` for items of any type a read delivers: messages, a conversation's last
+    /// message, a thread's parent and last reply.
     func hydrateItems<Item>(_ items: [Item]) {
         var messages: [BaseMessage] = []
         for item in items {
@@ -549,6 +550,9 @@ extension OfflineVault {
                 messages.append(m)
             } else if let c = item as? Conversation, let m = c.lastMessage {
                 messages.append(m)
+            } else if let t = item as? MessageThread {
+                messages.append(t.parentMessage)
+                if let reply = t.lastReply { messages.append(reply) }
             }
         }
         hydrateMedia(messages)

@@ -80,7 +80,9 @@ extension OfflineVault {
             autoDownload([m])
         case .edited(_, let m), .deleted(_, let m):
             hydrateMedia([m])
-        case .reaction, .receipt:
+        case .reaction(_, let event, _):
+            if let m = event.message { hydrateMedia([m]) }
+        case .receipt:
             break
         }
         deliverRealtime(parsed)
