@@ -15,7 +15,6 @@ final class MediaCore: Sendable {
     struct State {
         /// Bumped when a cache is attached or detached: a download of an older generation writes nothing.
         var generation = 0
-        var cache: VaultCache?
         /// The media key (nil: plain files, the cache is not encrypted).
         var key: MediaKey?
         /// Where decrypted views go (encrypted caches), or why there is no such place.
@@ -108,7 +107,6 @@ extension OfflineVault {
         }
         let old = self.media.state.withLock { s -> [MediaJob] in
             s.generation += 1
-            s.cache = cache
             s.key = key
             s.views = views
             return Array(s.jobs.values)
@@ -128,7 +126,6 @@ extension OfflineVault {
     func mediaDetached() {
         let (jobs, views, waiters) = media.state.withLock { s -> ([MediaJob], MediaViewDirectory?, [CheckedContinuation<Void, Never>]) in
             s.generation += 1
-            s.cache = nil
             s.key = nil
             let views = try? s.views?.get()
             s.views = nil
@@ -264,21 +261,22 @@ extension OfflineVault {
 
     /// The download of `key` in flight, or a new one.
     private func joinDownload(key: String, url: String, messageServerId: Int, cache: VaultCache) -> MediaJob {
-        let (job, isNew, generation) = media.state.withLock { s -> (MediaJob, Bool, Int) in
-            if let job = s.jobs[key] { return (job, false, s.generation) }
+        media.state.withLock { s -> MediaJob in
+            if let job = s.jobs[key] { return job }
             let job = MediaJob()
-            s.jobs[key] = job
-            return (job, true, s.generation)
-        }
-        guard isNew else { return job }
-        job.start { job in
-            let result = await self.download(key: key, url: url, messageServerId: messageServerId, cache: cache, generation: generation, job: job)
-            self.media.state.withLock { s in
-                if s.jobs[key] === job { s.jobs[key] = nil }
+            let generation = s.generation
+            // Started before it is published: a caller that joins it always finds its task.
+            // (The task runs later, on another thread: taking the lock again there is fine.)
+            job.start { job in
+                let result = await self.download(key: key, url: url, messageServerId: messageServerId, cache: cache, generation: generation, job: job)
+                self.media.state.withLock { s in
+                    if s.jobs[key] === job { s.jobs[key] = nil }
+                }
+                return result
             }
-            return result
+            s.jobs[key] = job
+            return job
         }
-        return job
     }
 
     /// Downloads, then on 401/403/410 re-signs once (with the message id) and downloads again.
