@@ -234,8 +234,7 @@ extension OfflineVault {
         if let noViews, (try? cache.reader.sync({ db in try MediaRows.row(key, in: db) })) ?? nil != nil {
             return .failure(Self.noViewException(noViews))
         }
-        let job = joinDownload(key: key, url: url, messageServerId: messageServerId, cache: cache)
-        let token = progress.map { job.observe($0) }
+        let (job, token) = joinDownload(key: key, url: url, messageServerId: messageServerId, cache: cache, progress: progress)
         let result = await job.value()
         if let token { job.stopObserving(token) }
         switch result {
@@ -260,10 +259,14 @@ extension OfflineVault {
     }
 
     /// The download of `key` in flight, or a new one.
-    private func joinDownload(key: String, url: String, messageServerId: Int, cache: VaultCache) -> MediaJob {
-        media.state.withLock { s -> MediaJob in
-            if let job = s.jobs[key] { return job }
+    /// - Returns: the job, and the token of `progress` among its observers (observing from before
+    ///   the first byte when this call starts the download).
+    private func joinDownload(key: String, url: String, messageServerId: Int, cache: VaultCache,
+                              progress: (@Sendable (Int) -> Void)?) -> (MediaJob, Int?) {
+        media.state.withLock { s -> (MediaJob, Int?) in
+            if let job = s.jobs[key] { return (job, progress.map { job.observe($0) }) }
             let job = MediaJob()
+            let token = progress.map { job.observe($0) }
             let generation = s.generation
             // Started before it is published: a caller that joins it always finds its task.
             // (The task runs later, on another thread: taking the lock again there is fine.)
@@ -275,7 +278,7 @@ extension OfflineVault {
                 return result
             }
             s.jobs[key] = job
-            return job
+            return (job, token)
         }
     }
 
