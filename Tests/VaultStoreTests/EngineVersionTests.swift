@@ -160,7 +160,7 @@ final class EngineVersionTests: XCTestCase {
         XCTAssertTrue(FileManager.default.createFile(atPath: keyFile, contents: key.withHexDigits { Data($0) + Data("\n".utf8) },
                                                      attributes: [.posixPermissions: 0o600]))
         let expected = "messages=\(counts.messages)\npending=\(counts.pending)\nengine=\(engine.version ?? "none")\n"
-        try expected.write(toFile: "\(export)/EXPECTED", atomically: false, encoding: .utf8)
+        try expected.write(toFile: "\(export)/EXPECTED", atomically: true, encoding: .utf8)
     }
 
     // MARK: helpers

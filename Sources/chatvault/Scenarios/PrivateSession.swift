@@ -25,8 +25,7 @@ enum PrivateSession {
         let scratch = try ScenariosCommand.makePrivateDirectory()
         let home = scratch.path
         let config = "\(home)/session.conf"
-        // Not `atomically: true`: Foundation would leave a `TemporaryDirectory.*` folder in /tmp per write.
-        try PrivateBus.configuration(listen: "unix:dir=\(home)").write(toFile: config, atomically: false, encoding: .utf8)
+        try PrivateBus.configuration(listen: "unix:dir=\(home)").write(toFile: config, atomically: true, encoding: .utf8)
 
         // Everything in the session (the CLI child, the keyring daemon, anything D-Bus activates)
         // sees a throwaway home, so the user's own keyring files are never read or written.
