@@ -357,7 +357,8 @@ extension OfflineVault {
                     }
                     watch.lastByte.withLock { $0 = .now }
                     if let length, length > 0 {
-                        job.report(Int(min(writer.plaintextBytes, length) * 100 / length))
+                        // In floating point: no product can overflow, whatever the server announced.
+                        job.report(Int(Double(min(writer.plaintextBytes, length)) * 100 / Double(length)))
                     }
                 }
                 // A cancelled stream may end without an error: not a complete download.

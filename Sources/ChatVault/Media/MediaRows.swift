@@ -87,7 +87,8 @@ enum MediaRows {
             let key = lru.text(0) ?? ""
             if key == keep { continue }
             victims.append((key, fileName(lru.text(1))))
-            used -= lru.int64(2)
+            // Positive minus non-negative: a damaged row's negative size cannot overflow it.
+            used -= max(lru.int64(2), 0)
         }
         lru.reset()
         for (key, _) in victims { try db.run("DELETE FROM media WHERE url_key = ? AND outgoing = 0", .text(key)) }

@@ -200,7 +200,8 @@ enum OutboxRows {
         var victims: [(String, String)] = []
         while excess > 0, try lru.step() {
             victims.append((lru.text(0) ?? "", lru.text(1) ?? ""))
-            excess -= lru.int64(2)
+            // Positive minus non-negative: a damaged row's negative size cannot overflow it.
+            excess -= max(lru.int64(2), 0)
         }
         lru.reset()
         for (key, file) in victims {
