@@ -1,3 +1,4 @@
+import ChatVaultSimulator
 import ChatVaultTesting
 import Foundation
 import XCTest
@@ -16,16 +17,11 @@ final class SyncPageRowsTests: XCTestCase {
 
     // MARK: - Support
 
-    /// SplitMix64: the same sequence on every run.
+    /// The same sequence on every run (the simulator's SplitMix64).
     struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        private var generator: SeededGenerator
+        init(state: UInt64) { generator = SeededGenerator(seed: state) }
+        mutating func next() -> UInt64 { generator.next() }
         mutating func int(_ n: Int) -> Int { Int(next() % UInt64(n)) }
         mutating func chance(_ percent: Int) -> Bool { int(100) < percent }
     }
