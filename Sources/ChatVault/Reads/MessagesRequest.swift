@@ -189,10 +189,11 @@ public final class MessagesRequest: Sendable {
         let backend = vault.backend
         let limit = base.limit
 
-        // Record that the conversation was opened (`cacheDurationDays`) beside the read, not
-        // before it: the commit is durable (an fsync), and the cached phase must not wait for it.
-        // The fetch still ends only once it is recorded.
-        async let opened: Void = Self.markOpened(base.scope, vault: vault)
+        // Record that the conversation was opened (`cacheDurationDays`) once the cached page is
+        // out, not before: the cached phase must neither wait for the commit nor read after it (a
+        // commit empties the reader's page cache). The fetch still ends only once it is recorded.
+        let opened = Mutex<Task<Void, Never>?>(nil)
+        let scope = base.scope
 
         var plan = TwoPhasePlan<BaseMessage>(
             cached: { db, context in
@@ -221,6 +222,7 @@ public final class MessagesRequest: Sendable {
             switch event {
             case .cached(let items):
                 cachedSeen.withLock { $0 = items }
+                opened.withLock { $0 = Task { await Self.markOpened(scope, vault: vault) } }
             case .server(let items):
                 self.serverAnswered(direction, with: items, start: at.serverEdge)
             case .failed(let error):
@@ -231,14 +233,24 @@ public final class MessagesRequest: Sendable {
             }
             emit(event)
         }
-        await opened
+        if let task = opened.withLock({ $0 }) {
+            await task.value
+        } else {
+            await Self.markOpened(scope, vault: vault)
+        }
     }
 
     private static func markOpened(_ scope: MessageScope?, vault: OfflineVault) async {
         guard let cache = vault.openCache, let scope else { return }
         let id = MessageRows.conversationId(for: scope, me: vault.userId ?? "")
         let now = vault.settings.clock()
-        _ = try? await cache.writer.run { db in try MessageRows.markOpened(id, at: now, in: db) }
+        guard vault.openedConversations.needsRecord(id, at: now, cache: cache) else { return }
+        do {
+            try await cache.writer.run { db in try MessageRows.markOpened(id, at: now, in: db) }
+            vault.openedConversations.recorded(id, at: now, cache: cache)
+        } catch {
+            // Not recorded (a busy or full disk): the next open tries again.
+        }
     }
 
     /// The request's settings, continuing beyond `position` when there is one (the builder's

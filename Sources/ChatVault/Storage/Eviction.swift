@@ -151,6 +151,9 @@ extension OfflineVault {
         guard let cache = openCache else { return nil }
         let config = self.config
         let now = settings.clock()
-        return try? await cache.writer.run { db in try db.transaction { try Evictor.run(config, now: now, in: db) } }
+        let report = try? await cache.writer.run { db in try db.transaction { try Evictor.run(config, now: now, in: db) } }
+        // An evicted conversation's opening went with it: the next open records it again.
+        if let report, report.conversations > 0 { openedConversations.forget() }
+        return report
     }
 }
