@@ -286,6 +286,15 @@ final class FixtureTests: XCTestCase {
                 // Row for row what the version wrote: counts, conversations, every message, the outbox.
                 try assertRows(of: cache, equal: fixture.expected)
                 XCTAssertEqual(try cache.reader.sync { db in try db.scalarText("PRAGMA quick_check") }, "ok", name)
+                // Schema 4: every message row in its conversation's cluster, the older versions'
+                // rows moved there by the migration.
+                let misplaced = try cache.reader.sync { db in
+                    let stmt = try db.prepare("SELECT row_id, conversation_id FROM messages")
+                    var out = 0
+                    while try stmt.step() where stmt.int64(0) & ~(MessageClusters.span - 1) != MessageClusters.base(of: stmt.text(1) ?? "") { out += 1 }
+                    return out
+                }
+                XCTAssertEqual(misplaced, 0, "\(name): rows outside their conversation's cluster")
                 // The sync point (schema 3 on): kept as written; a cache from before has none, so
                 // its first sync after the upgrade starts from nil.
                 let sync = try cache.reader.sync { db in

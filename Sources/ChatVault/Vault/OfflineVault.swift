@@ -92,6 +92,10 @@ public final class OfflineVault: Sendable {
     let media = MediaCore()
     /// Background integrity checks of large caches, for `waitForIntegrityCheck`.
     let integrityChecks = IntegrityChecks()
+    /// When each conversation's opening was last written (`conversation_opened`), this session.
+    let openedConversations = OpenedConversations()
+    /// Moves rows bulk writes staged into their conversations' clusters (`MessageClusters`).
+    let clusterSettler = ClusterSettler()
     /// Login, logout, retries and clears run one at a time, in order, on this queue.
     private let lifecycle = DispatchQueue(label: "chatvault.lifecycle")
 
@@ -403,6 +407,8 @@ public final class OfflineVault: Sendable {
             if newState.isOfflineActive, let cache = report.cache {
                 self.outboxAttached(cache)
                 self.uploadsAttached(cache)
+                // Rows a sync staged before the last logout (or a crash) are placed, after ready.
+                self.scheduleSettling()
             }
         }
     }

@@ -95,15 +95,17 @@ public enum CacheRows {
         }
     }
 
+    private static let messageInsertSQL = MessageClusters.insertSQL(columns: [
+        "server_id", "local_id", "conversation_id", "sender_id", "receiver_id", "receiver_type", "category", "type", "sent_at", "body", "payload",
+    ])
+
     public static func insert(_ messages: [Message], into db: Database) throws {
         for m in messages {
-            try db.run("""
-                INSERT INTO messages (server_id, local_id, conversation_id, sender_id, receiver_id, receiver_type, category, type, sent_at, body, payload)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
+            try db.run(messageInsertSQL,
                 m.serverId.map { .int($0) } ?? .null, m.localId.map { .text($0) } ?? .null, .text(m.conversationId),
                 .text(m.senderId), .text(m.receiverId), .text(m.receiverType), .text(m.category), .text(m.type),
-                .int(m.sentAt), m.body.map { .text($0) } ?? .null, m.payload.map { .blob($0) } ?? .null)
+                .int(m.sentAt), m.body.map { .text($0) } ?? .null, m.payload.map { .blob($0) } ?? .null,
+                .int(MessageClusters.base(of: m.conversationId)))
         }
     }
 

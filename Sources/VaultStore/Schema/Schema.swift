@@ -7,6 +7,14 @@ public enum Schema {
     public struct Migration: Sendable {
         public let version: Int
         public let statements: [String]
+        /// Work SQL alone cannot do, run after the statements in the same transaction.
+        public let work: (@Sendable (Database) throws -> Void)?
+
+        init(version: Int, statements: [String], work: (@Sendable (Database) throws -> Void)? = nil) {
+            self.version = version
+            self.statements = statements
+            self.work = work
+        }
     }
 
     /// Every migration, in order. Later work appends; it never edits a shipped migration.
@@ -138,6 +146,10 @@ public enum Schema {
             )
             """,
         ]),
+        // Reads of an encrypted cache pay per database page: a conversation's messages move next to
+        // each other in the table (`MessageClusters`), so a page of messages reads a few database
+        // pages, not one per message. No table changes shape; every existing row gets its key.
+        Migration(version: 4, statements: [], work: { db in try MessageClusters.renumber(db) }),
     ]
 
     /// The version this code writes.
@@ -194,6 +206,7 @@ public enum Schema {
         for migration in migrations where migration.version > version {
             try db.transaction {
                 for statement in migration.statements { try db.execute(statement) }
+                try migration.work?(db)
                 try db.execute("PRAGMA user_version = \(migration.version)")
             }
         }

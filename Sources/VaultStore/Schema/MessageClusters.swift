@@ -1,0 +1,114 @@
+/// Where a message row lives in the `messages` table: its `row_id` (the table's b-tree key) is
+/// `cluster << 32 | n`, the cluster drawn from the conversation id and `n` counting up within it,
+/// so a conversation's messages sit next to each other in the file whatever order they arrive in
+/// (a catch-up sync or a busy realtime stream interleaves every conversation). A page of 30
+/// messages then reads a handful of database pages instead of thirty, which is what an encrypted
+/// cache pays for: every page read from the file is authenticated and decrypted.
+///
+/// `row_id` is internal: nothing outside the table refers to it, and its order means nothing but
+/// this placement. Two conversations may share a cluster (a 31-bit hash): that only places them
+/// together. A full cluster (2^32 rows) falls back to SQLite's own choice of key.
+public enum MessageClusters {
+    /// Rows per cluster.
+    public static let span: Int64 = 1 << 32
+
+    /// The base of cluster 0, where bulk writes append their rows until `settle` moves them.
+    public static let staged: Int64 = 0
+
+    /// The first `row_id` of a conversation's cluster: from `span` (cluster 1) to
+    /// `(2^31 - 1) · span`, so every key of every cluster fits an `Int64`; cluster 0 is for rows
+    /// waiting to be placed (`staged`).
+    public static func base(of conversationId: String) -> Int64 {
+        // FNV-1a, 64-bit: stable across runs and builds (Swift's `Hasher` is seeded per process).
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in conversationId.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let cluster = Int64(hash % UInt64(Int32.max)) + 1
+        return cluster << 32
+    }
+
+    /// `INSERT INTO messages (row_id, <columns>) …` for the columns named, their values bound as
+    /// `?1 … ?n` in that order and the cluster's base (`base(of:)`, or `staged` for cluster 0) as
+    /// `?(n+1)`: the row goes after the last row of that cluster.
+    public static func insertSQL(columns: [String]) -> String {
+        let base = "?\(columns.count + 1)"
+        let values = columns.indices.map { "?\($0 + 1)" }.joined(separator: ", ")
+        return """
+            INSERT INTO messages (row_id, \(columns.joined(separator: ", ")))
+            SELECT CASE WHEN last IS NULL THEN \(base) WHEN last < \(base) + \(span - 1) THEN last + 1 ELSE NULL END, \(values)
+            FROM (SELECT (SELECT row_id FROM messages WHERE row_id BETWEEN \(base) AND \(base) + \(span - 1)
+                          ORDER BY row_id DESC LIMIT 1) AS last)
+            """
+    }
+
+    /// Whether rows wait in cluster 0 (written in bulk, `staged`), to be moved by `settle`.
+    public static func hasStagedRows(_ db: Database) throws -> Bool {
+        try db.scalarInt("SELECT 1 FROM messages WHERE row_id < ? LIMIT 1", .int(span)) != nil
+    }
+
+    /// Moves up to `limit` rows out of cluster 0 (the oldest first) into their conversations'
+    /// clusters, after each cluster's last row, in key order (each cluster's last page is touched
+    /// once, not once per row). Returns how many moved: fewer than `limit` when none are left.
+    /// Call it inside a transaction.
+    ///
+    /// A bulk write (a catch-up sync page: up to thousands of messages from as many
+    /// conversations) stages its rows in cluster 0, appended in arrival order: written where they
+    /// belong they would touch one database page per message, each read, decrypted, encrypted and
+    /// logged again. Settled later in batches, per conversation, they cost a fraction of that.
+    @discardableResult
+    public static func settle(_ db: Database, limit: Int) throws -> Int {
+        var rows: [(old: Int64, base: Int64)] = []
+        let staged = try db.prepare("SELECT row_id, conversation_id FROM messages WHERE row_id < ? ORDER BY row_id LIMIT ?")
+        try staged.bind([.int(span), .int(Int64(max(0, limit)))])
+        while try staged.step() { rows.append((staged.int64(0), base(of: staged.text(1) ?? ""))) }
+        try place(rows, in: db)
+        return rows.count
+    }
+
+    /// Schema version 4: every row written before clustering moves into its cluster, in
+    /// (conversation, time) order within each. Runs inside the migration's transaction.
+    static func renumber(_ db: Database) throws {
+        // Keys written before clustering are SQLite's own (1, 2, 3, …); should any have reached a
+        // cluster's range, every row moves below zero first so no new key meets an old one.
+        if let top = try db.scalarInt("SELECT max(row_id) FROM messages"), top >= span {
+            try db.execute("UPDATE messages SET row_id = -row_id")
+        }
+        var rows: [(old: Int64, base: Int64)] = []
+        let stmt = try db.prepare("SELECT row_id, conversation_id FROM messages ORDER BY conversation_id, sent_at, server_id, row_id")
+        while try stmt.step() { rows.append((stmt.int64(0), base(of: stmt.text(1) ?? ""))) }
+        try place(rows, in: db)
+    }
+
+    /// Gives each row the next key of its cluster, in the order given within a cluster, writing
+    /// in key order.
+    private static func place(_ rows: [(old: Int64, base: Int64)], in db: Database) throws {
+        guard !rows.isEmpty else { return }
+        let last = try db.prepare("SELECT row_id FROM messages WHERE row_id BETWEEN ? AND ? ORDER BY row_id DESC LIMIT 1")
+        var next: [Int64: Int64] = [:]
+        var moves: [(old: Int64, new: Int64)] = []
+        moves.reserveCapacity(rows.count)
+        for row in rows {
+            let key: Int64
+            if let known = next[row.base] {
+                key = known
+            } else {
+                try last.bind([.int(row.base), .int(row.base + (span - 1))])
+                key = try last.step() ? last.int64(0) + 1 : row.base
+                last.reset()
+            }
+            // A full cluster: the row stays where it is.
+            guard key <= row.base + (span - 1) else { continue }
+            next[row.base] = key + 1
+            moves.append((row.old, key))
+        }
+        moves.sort { $0.new < $1.new }
+        let update = try db.prepare("UPDATE messages SET row_id = ? WHERE row_id = ?")
+        for move in moves {
+            try update.bind([.int(move.new), .int(move.old)])
+            while try update.step() {}
+            update.reset()
+        }
+    }
+}
