@@ -34,7 +34,8 @@ final class ReadBenchTests: XCTestCase {
         }
 
         let designs = try XCTUnwrap(report["designs"] as? [String: Any])
-        for name in ["cachedPage", "fetchPreviousCachedPhase"] {
+        XCTAssertEqual(report["layout"] as? String, "sync", "the default fixture is written in sync order")
+        for name in ["bareSQLite", "cachedPage", "fetchPreviousCachedPhase", "filteredPage", "bareSQLiteCold", "cachedPageCold", "fetchPreviousCold"] {
             let design = try XCTUnwrap(designs[name] as? [String: Any], "designs.\(name) is missing")
             var medians: [String: Double] = [:]
             for cache in ["encrypted", "plaintext"] {
@@ -47,10 +48,26 @@ final class ReadBenchTests: XCTestCase {
                 XCTAssertGreaterThan(min, 0, "designs.\(name).\(cache): a read takes some time")
                 XCTAssertTrue(min <= median && median <= p90 && p90 <= max, "designs.\(name).\(cache): min ≤ median ≤ p90 ≤ max: \(values)")
                 medians[cache] = median
+                XCTAssertNotNil(number(timing["pagesRead"]), "designs.\(name).\(cache).pagesRead")
+            }
+            let rows = try XCTUnwrap(number(design["rows"]), "designs.\(name).rows")
+            if name == "filteredPage" {
+                XCTAssertTrue((1...30).contains(rows), "a filtered page holds what the filter leaves: \(rows)")
+            } else {
+                XCTAssertEqual(rows, 30, "designs.\(name).rows")
             }
             let ratio = try XCTUnwrap(number(design["encryptedOverPlaintext"]), "designs.\(name).encryptedOverPlaintext")
             XCTAssertEqual(ratio, try XCTUnwrap(medians["encrypted"]) / XCTUnwrap(medians["plaintext"]), accuracy: ratio * 0.01,
                            "designs.\(name).encryptedOverPlaintext is the ratio of the medians")
+        }
+
+        // A cold design reads database pages again; a warm one finds them in SQLite's cache.
+        func pages(_ design: String, _ cache: String) -> Double? {
+            number(((designs[design] as? [String: Any])?[cache] as? [String: Any])?["pagesRead"])
+        }
+        for cache in ["encrypted", "plaintext"] {
+            XCTAssertEqual(pages("cachedPage", cache), 0, "a warm page reads nothing from the file (\(cache))")
+            XCTAssertGreaterThan(pages("cachedPageCold", cache) ?? 0, 0, "a cold page reads from the file (\(cache))")
         }
 
         let budget = try XCTUnwrap(report["budget"] as? [String: Any])
@@ -59,9 +76,22 @@ final class ReadBenchTests: XCTestCase {
         XCTAssertEqual(number(budget["maxEncryptedOverPlaintext"]), 1.3)
         let medianOK = try XCTUnwrap(budget["medianWithinBudget"] as? Bool)
         let ratioOK = try XCTUnwrap(budget["ratioWithinBudget"] as? Bool)
+        let publicOK = try XCTUnwrap(budget["publicWithinBudget"] as? Bool)
+        let coldOK = try XCTUnwrap(budget["coldRatioWithinBudget"] as? Bool)
         let within = try XCTUnwrap(budget["withinBudget"] as? Bool)
         let failures = try XCTUnwrap(budget["failures"] as? [Any])
-        XCTAssertEqual(within, medianOK && ratioOK)
+        XCTAssertEqual(within, medianOK && ratioOK && publicOK && coldOK)
+        XCTAssertEqual(number(budget["maxPublicOverBareSQLite"]), 3)
+        XCTAssertEqual(number(budget["maxColdEncryptedOverPlaintext"]), 1.3)
+        func median(_ design: String, _ cache: String) throws -> Double {
+            try XCTUnwrap(number(((designs[design] as? [String: Any])?[cache] as? [String: Any])?["medianMs"]))
+        }
+        let publicOverBare = try XCTUnwrap(number(budget["publicOverBareSQLite"]))
+        XCTAssertEqual(publicOverBare, try median("fetchPreviousCachedPhase", "encrypted") / median("bareSQLite", "encrypted"), accuracy: publicOverBare * 0.01)
+        XCTAssertEqual(publicOK, publicOverBare <= 3)
+        let coldRatio = try XCTUnwrap(number(budget["coldEncryptedOverPlaintext"]))
+        XCTAssertEqual(coldRatio, try median("fetchPreviousCold", "encrypted") / median("fetchPreviousCold", "plaintext"), accuracy: coldRatio * 0.01)
+        XCTAssertEqual(coldOK, coldRatio <= 1.3)
         XCTAssertEqual(within, failures.isEmpty, "withinBudget disagrees with failures")
         let cachedPage = try XCTUnwrap(designs["cachedPage"] as? [String: Any])
         let encryptedMedian = try XCTUnwrap(number((cachedPage["encrypted"] as? [String: Any])?["medianMs"]))
@@ -101,6 +131,7 @@ final class ReadBenchTests: XCTestCase {
             (["--messages", "5", "--conversations", "10"], "--messages must be at least --conversations"),
             (["--messages", "5000", "--conversations", "2"], "1000 messages per conversation"),
             (["--keystore", "memory"], "unknown option --keystore"),
+            (["--layout", "random"], "--layout must be one of: sync, conversation"),
             (["--json=yes"], "--json takes no value"),
         ] {
             let run = try CLI.run(["bench", "reads"] + arguments)

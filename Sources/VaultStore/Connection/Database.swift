@@ -179,6 +179,21 @@ public final class Database {
         }
     }
 
+    /// Frees every page this connection holds in SQLite's page cache (`sqlite3_db_release_memory`),
+    /// so the next read decrypts what it touches again: benchmarks use it to time a cold page.
+    /// The operating system's file cache is not affected.
+    package func dropPageCache() {
+        sqlite3_db_release_memory(handle)
+    }
+
+    /// Pages this connection has had to read (and, encrypted, decrypt) because they were not in
+    /// its page cache, since it opened (`SQLITE_DBSTATUS_CACHE_MISS`).
+    package var pageCacheMisses: Int {
+        var current: Int32 = 0, highwater: Int32 = 0
+        sqlite3_db_status(handle, SQLITE_DBSTATUS_CACHE_MISS, &current, &highwater, 0)
+        return Int(current)
+    }
+
     public var changes: Int { Int(sqlite3_changes(handle)) }
     public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 }

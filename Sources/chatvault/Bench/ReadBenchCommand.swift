@@ -3,53 +3,73 @@ import Foundation
 import Synchronization
 import VaultStore
 
-/// `chatvault bench reads [--runs N] [--messages M] [--conversations C] [--json]`
+/// `chatvault bench reads [--runs N] [--messages M] [--conversations C] [--layout sync|conversation] [--json]`
 ///
 /// Measures a cached page: the 30 newest messages of a conversation, read from a cache holding
 /// `M` messages in `C` conversations (default 100,000 in 100), as `MessagesRequest.fetchPrevious`
 /// serves it before asking the server, on an encrypted cache and on a plaintext one holding the
-/// same messages, side by side in one process (see `ReadBenchFixture`). Two designs:
+/// same messages, side by side in one process (see `ReadBenchFixture`; by default the messages are
+/// written in sync order, conversations interleaved, as an app's cache fills). Designs:
 ///
-/// - `cachedPage`: the cached phase alone, as a request runs it on the cache's reader connection
-///   (`MessageRows.cachedPage`: the filter, the SQL page by index, every row decoded by column
-///   index with the trusted decoder into `BaseMessage`s). The budget applies to it.
+/// - `bareSQLite`: the page's SQL alone on the cache's reader connection (the statement the
+///   library runs, every column of every row read, payload bytes copied; nothing decoded): what
+///   SQLite itself costs for these rows.
+/// - `cachedPage`: the cached phase alone, as a request runs it on the reader connection
+///   (`MessageRows.cachedPage`: the filter, the SQL page by index, every row decoded with the
+///   trusted decoder into `BaseMessage`s).
 /// - `fetchPreviousCachedPhase`: the whole public call, from `fetchPrevious(onCachedMessages:…)`
-///   to its `onCachedMessages` callback (the request's task, recording that the conversation was
-///   opened, the cached phase, delivery through the callback executor), against a server that
-///   cannot be reached. Reported beside it; not budgeted.
+///   to its `onCachedMessages` callback (the request's task, the cached phase, media hydration,
+///   delivery through the callback executor), against a server that cannot be reached.
+/// - `filteredPage`: the same public call with `hideDeletedMessages`, `hideReplies` and
+///   `set(types: ["text", "image"])`.
+/// - `bareSQLiteCold`, `cachedPageCold`, `fetchPreviousCold`: the same with SQLite's page cache
+///   emptied before each run (`sqlite3_db_release_memory` on the reader, outside the timing): every
+///   database page the read touches is read again and, encrypted, decrypted. The operating
+///   system's file cache stays warm. This is what an app meets after any write (in WAL mode a
+///   commit by another connection empties the reader's cache) or on a chat not opened lately.
 ///
-/// One design runs after the other (`fetchPrevious` writes, and a write makes the reader drop its
-/// page cache). Within a design, each iteration reads the next conversation in turn (so every
-/// conversation is read), once per cache, alternating which cache goes first; one discarded pass
-/// over every conversation warms the caches first ("warm": the pages in SQLite's page cache).
+/// Warm designs read with SQLite's cache warm: each iteration reads the next conversation in turn
+/// (so every conversation is read), once per cache, alternating which cache goes first; one
+/// discarded pass over every conversation warms the caches first. One design runs after the
+/// other. Each run also counts the database pages the reader had to read (`pagesRead`).
 /// Defaults: 300 runs.
 ///
 /// For figures to quote, use a release build:
 /// `CHATVAULT_BUILD_CONFIGURATION=release Scripts/chatvault bench reads` (the output says which
 /// build ran). Compare ratios from one run; quote medians (shared/reference/performance-budget.md).
 ///
-/// Exit status: 0 within budget (encrypted `cachedPage` median ≤ 1 ms, and encrypted / plaintext
-/// ≤ 1.3), 1 when not (the failed checks are printed and listed in `budget.failures`) or when the
-/// benchmark cannot run, 2 on a usage error.
+/// Budgets (exit status 0 when all hold, 1 when one does not or the benchmark cannot run, 2 on a
+/// usage error):
+/// - `cachedPage` encrypted median ≤ 1 ms, and encrypted / plaintext ≤ 1.3 (warm);
+/// - `fetchPreviousCachedPhase` (the public call, warm, encrypted) ≤ 3× `bareSQLite` (warm,
+///   encrypted), medians measured side by side;
+/// - `fetchPreviousCold` encrypted / plaintext ≤ 1.3.
 ///
 /// `--json` prints one object with these stable fields (times in milliseconds):
 ///
 ///     benchmark          "reads"
+///     layout             "sync" | "conversation"
 ///     runs               measured runs per design and cache
 ///     warmupRuns         discarded runs per design and cache before them
 ///     messages           messages in each cache
 ///     conversations      conversations they are spread over
-///     pageRows           messages in each page read
+///     pageRows           messages in each unfiltered page read
 ///     build              "debug" | "release": how this binary was compiled
 ///     engine             { cipher: SQLCipher version, sqlite: SQLite version }
 ///     caches             { encrypted, plaintext }, each: encrypted (bool), pageSize (bytes),
 ///                        databasePages, bytesOnDisk, seedSeconds
-///     designs            { cachedPage, fetchPreviousCachedPhase }, each:
-///         encrypted, plaintext   { runs, medianMs, p90Ms (nearest rank), minMs, maxMs }
+///     designs            { bareSQLite, cachedPage, fetchPreviousCachedPhase, filteredPage,
+///                          bareSQLiteCold, cachedPageCold, fetchPreviousCold }, each:
+///         encrypted, plaintext   { runs, medianMs, p90Ms (nearest rank), minMs, maxMs,
+///                                  pagesRead (median database pages read per run) }
 ///         encryptedOverPlaintext ratio of the medians
+///         rows                   messages in each page of this design
 ///     budget             { design: "cachedPage", encryptedMedianMs: 1, maxEncryptedOverPlaintext: 1.3,
-///                          medianWithinBudget, ratioWithinBudget, withinBudget,
-///                          failures: [human-readable strings] }
+///                          medianWithinBudget, ratioWithinBudget,
+///                          publicOverBareSQLite, maxPublicOverBareSQLite: 3, publicWithinBudget,
+///                          coldEncryptedOverPlaintext, maxColdEncryptedOverPlaintext: 1.3,
+///                          coldRatioWithinBudget,
+///                          withinBudget, failures: [human-readable strings] }
 ///
 /// Prints no message text.
 enum ReadBenchCommand {
@@ -58,6 +78,8 @@ enum ReadBenchCommand {
     static let defaultConversations = 100
     static let budgetMedianMs = 1.0
     static let budgetRatio = 1.3
+    static let budgetPublicOverBare = 3.0
+    static let budgetColdRatio = 1.3
 
     static func run(_ raw: [String]) async throws -> Int32 {
         var args = try Arguments(raw)
@@ -65,14 +87,18 @@ enum ReadBenchCommand {
         let runs = try args.int("runs", default: defaultRuns, range: 1...1_000_000)
         let messages = try args.int("messages", default: defaultMessages, range: 1...1_000_000)
         let conversations = try args.int("conversations", default: defaultConversations, range: 1...1000)
+        let layoutName = args.string("layout") ?? ReadBenchFixture.Layout.sync.rawValue
         try args.rejectUnknown()
+        guard let layout = ReadBenchFixture.Layout(rawValue: layoutName) else {
+            throw CLIError.usage("--layout must be one of: " + ReadBenchFixture.Layout.allCases.map(\.rawValue).joined(separator: ", "))
+        }
         guard messages >= conversations else { throw CLIError.usage("--messages must be at least --conversations") }
         guard (messages + conversations - 1) / conversations <= 1000 else {
             throw CLIError.usage("at most 1000 messages per conversation (the largest maxMessagesPerConversation)")
         }
 
         let scratch = try ScenariosCommand.makePrivateDirectory()
-        let fixture = try await ReadBenchFixture.make(root: scratch.path, messages: messages, conversations: conversations)
+        let fixture = try await ReadBenchFixture.make(root: scratch.path, messages: messages, conversations: conversations, layout: layout)
         let outcome: Result<[ReadBenchmark.Result], any Error>
         do {
             outcome = .success(try await ReadBenchmark(fixture: fixture, runs: runs).run())
@@ -88,18 +114,47 @@ enum ReadBenchCommand {
     }
 }
 
-/// Runs both designs on both caches of a fixture, interleaved.
+/// Runs every design on both caches of a fixture, interleaved.
 struct ReadBenchmark {
     enum Design: String, CaseIterable {
+        case bareSQLite
         case cachedPage
         case fetchPreviousCachedPhase
+        case filteredPage
+        case bareSQLiteCold
+        case cachedPageCold
+        case fetchPreviousCold
 
         var title: String {
             switch self {
+            case .bareSQLite: return "bare SQLite: the page's SQL, rows read, nothing decoded"
             case .cachedPage: return "cached page (MessageRows.cachedPage on the reader)"
             case .fetchPreviousCachedPhase: return "fetchPrevious → onCachedMessages (public API)"
+            case .filteredPage: return "fetchPrevious, filtered (hideDeleted, hideReplies, types)"
+            case .bareSQLiteCold: return "bare SQLite, SQLite's cache cold"
+            case .cachedPageCold: return "cached page, SQLite's cache cold"
+            case .fetchPreviousCold: return "fetchPrevious → onCachedMessages, SQLite's cache cold"
             }
         }
+
+        /// Whether SQLite's page cache is emptied before each run.
+        var cold: Bool { [.bareSQLiteCold, .cachedPageCold, .fetchPreviousCold].contains(self) }
+
+        /// The kind of read, whatever the cache's state.
+        var read: Read {
+            switch self {
+            case .bareSQLite, .bareSQLiteCold: return .bareSQLite
+            case .cachedPage, .cachedPageCold: return .cachedPage
+            case .fetchPreviousCachedPhase, .fetchPreviousCold: return .publicCall(filtered: false)
+            case .filteredPage: return .publicCall(filtered: true)
+            }
+        }
+    }
+
+    enum Read {
+        case bareSQLite
+        case cachedPage
+        case publicCall(filtered: Bool)
     }
 
     /// The timings of one design on one cache.
@@ -107,6 +162,10 @@ struct ReadBenchmark {
         let design: Design
         let cache: String
         let timing: TimingSummary
+        /// Median database pages the reader read per run.
+        let pagesRead: Int
+        /// Messages in each page.
+        let rows: Int
     }
 
     /// What a page read: its size and ids, compared across caches and designs.
@@ -126,32 +185,53 @@ struct ReadBenchmark {
     func run() async throws -> [Result] {
         let sides = [fixture.encrypted, fixture.plaintext]
         var samples: [Design: [String: [Double]]] = [:]
+        var pages: [Design: [String: [Int]]] = [:]
+        var rows: [Design: Int] = [:]
         let warmups = Self.warmups(fixture)
-        // One design after the other: `fetchPrevious` records that the conversation was opened (a
-        // write), and any write makes the reader drop its page cache (WAL), which would turn the
-        // other design's warm reads into reads that decrypt again.
+        // One design after the other: a write between two reads would empty the reader's cache
+        // (WAL) and turn the other designs' warm reads into cold ones.
         for design in Design.allCases {
             for iteration in 0..<(warmups + runs) {
                 let conversation = iteration % fixture.conversations
                 var reference: PageDigest?
                 for offset in sides.indices {
                     let side = sides[(offset + iteration) % sides.count]
-                    let (ms, digest) = try await measure(design, side, conversation: conversation)
-                    guard digest.rows == fixture.expectedPageRows, digest == (reference ?? digest) else {
-                        throw CLIError.failure("the \(design.rawValue) read on the \(side.id) cache returned a different page (\(digest.rows) messages, expected \(fixture.expectedPageRows) like the other cache)")
+                    if design.cold { try side.cache.reader.sync { $0.dropPageCache() } }
+                    let missesBefore = try side.cache.reader.sync { $0.pageCacheMisses }
+                    let (ms, digest) = try await measure(design.read, side, conversation: conversation)
+                    let missesAfter = try side.cache.reader.sync { $0.pageCacheMisses }
+                    // Every unfiltered page is as long as the conversations allow; the filtered
+                    // page is whatever the filter leaves, the same on both caches.
+                    let expected: Int? = design == .filteredPage ? nil : fixture.expectedPageRows
+                    guard digest.rows == (expected ?? digest.rows), digest.rows > 0, digest == (reference ?? digest) else {
+                        throw CLIError.failure("the \(design.rawValue) read on the \(side.id) cache returned a different page (\(digest.rows) messages, expected \(expected.map(String.init) ?? "the same as") the other cache)")
                     }
                     reference = digest
-                    if iteration >= warmups { samples[design, default: [:]][side.id, default: []].append(ms) }
+                    if iteration >= warmups {
+                        samples[design, default: [:]][side.id, default: []].append(ms)
+                        pages[design, default: [:]][side.id, default: []].append(missesAfter - missesBefore)
+                        rows[design] = digest.rows
+                    }
                 }
             }
         }
         return Design.allCases.flatMap { design in
-            sides.map { side in Result(design: design, cache: side.id, timing: TimingSummary(samples[design]?[side.id] ?? [])) }
+            sides.map { side in
+                let read = (pages[design]?[side.id] ?? [0]).sorted()
+                return Result(design: design, cache: side.id, timing: TimingSummary(samples[design]?[side.id] ?? []),
+                              pagesRead: read[read.count / 2], rows: rows[design] ?? 0)
+            }
         }
     }
 
-    private func measure(_ design: Design, _ side: ReadBenchFixture.Side, conversation: Int) async throws -> (Double, PageDigest) {
-        switch design {
+    private func measure(_ read: Read, _ side: ReadBenchFixture.Side, conversation: Int) async throws -> (Double, PageDigest) {
+        switch read {
+        case .bareSQLite:
+            let conversationId = [ReadBenchFixture.me, ReadBenchFixture.peer(conversation)].sorted().joined(separator: "_user_")
+            var watch = Stopwatch()
+            let digest = try side.cache.reader.sync { db in try Self.bareRead(conversationId, limit: ReadBenchFixture.pageSize, in: db) }
+            watch.lap("bareSQLite")
+            return (watch.totalMs, digest)
         case .cachedPage:
             let query = ReadBenchFixture.request(side.vault, conversation: conversation).query
             let limits = side.vault.wireLimits
@@ -161,8 +241,9 @@ struct ReadBenchmark {
             }
             watch.lap("cachedPage")
             return (watch.totalMs, Self.digest(page))
-        case .fetchPreviousCachedPhase:
-            let request = ReadBenchFixture.request(side.vault, conversation: conversation)
+        case .publicCall(let filtered):
+            let request = filtered ? ReadBenchFixture.filteredRequest(side.vault, conversation: conversation)
+                                   : ReadBenchFixture.request(side.vault, conversation: conversation)
             let clock = ContinuousClock()
             let (elapsed, page, error): (Duration, [BaseMessage], CometChatException?) = await withCheckedContinuation { continuation in
                 let start = clock.now
@@ -182,6 +263,27 @@ struct ReadBenchmark {
             }
             return (elapsed.milliseconds, Self.digest(page))
         }
+    }
+
+    /// The unfiltered page's SQL as `MessageRows.page` runs it, every column of every row read
+    /// (the payload copied out as bytes), nothing decoded.
+    static func bareRead(_ conversationId: String, limit: Int, in db: Database) throws -> PageDigest {
+        let stmt = try db.cached("""
+            SELECT payload, status, source, local_id, sent_at, server_id FROM messages
+            WHERE server_id IS NOT NULL AND conversation_id = ? ORDER BY sent_at DESC, server_id DESC LIMIT ?
+            """)
+        try stmt.bind([.text(conversationId), .int(Int64(limit))])
+        defer { stmt.reset() }
+        var ids: [Int] = []
+        var bytes = 0
+        while try stmt.step() {
+            bytes &+= stmt.blob(0)?.count ?? 0
+            bytes &+= stmt.int(1) &+ stmt.int(2) &+ (stmt.text(3)?.utf8.count ?? 0) &+ stmt.int(4)
+            ids.append(stmt.int(5))
+        }
+        ids.reverse()
+        guard bytes > 0 || ids.isEmpty else { throw CLIError.failure("the bare read found rows without payloads") }
+        return PageDigest(rows: ids.count, firstId: ids.first ?? 0, lastId: ids.last ?? 0, idSum: ids.reduce(0, &+))
     }
 
     static func digest(_ page: [BaseMessage]) -> PageDigest {
@@ -208,8 +310,12 @@ struct ReadBenchReport: BudgetedReport {
     let runs: Int
     let warmups: Int
 
+    func result(_ design: ReadBenchmark.Design, _ cache: String) -> ReadBenchmark.Result? {
+        results.first { $0.design == design && $0.cache == cache }
+    }
+
     func timing(_ design: ReadBenchmark.Design, _ cache: String) -> TimingSummary {
-        results.first { $0.design == design && $0.cache == cache }!.timing
+        result(design, cache)?.timing ?? TimingSummary([.nan])
     }
 
     func ratio(_ design: ReadBenchmark.Design) -> Double {
@@ -219,7 +325,11 @@ struct ReadBenchReport: BudgetedReport {
     var encryptedMedian: Double { timing(.cachedPage, "encrypted").medianMs }
     var medianWithinBudget: Bool { encryptedMedian <= ReadBenchCommand.budgetMedianMs }
     var ratioWithinBudget: Bool { ratio(.cachedPage) <= ReadBenchCommand.budgetRatio }
-    var withinBudget: Bool { medianWithinBudget && ratioWithinBudget }
+    var publicOverBare: Double { timing(.fetchPreviousCachedPhase, "encrypted").medianMs / timing(.bareSQLite, "encrypted").medianMs }
+    var publicWithinBudget: Bool { publicOverBare <= ReadBenchCommand.budgetPublicOverBare }
+    var coldRatio: Double { ratio(.fetchPreviousCold) }
+    var coldRatioWithinBudget: Bool { coldRatio <= ReadBenchCommand.budgetColdRatio }
+    var withinBudget: Bool { medianWithinBudget && ratioWithinBudget && publicWithinBudget && coldRatioWithinBudget }
 
     var failures: [String] {
         var out: [String] = []
@@ -229,13 +339,21 @@ struct ReadBenchReport: BudgetedReport {
         if !ratioWithinBudget {
             out.append("encrypted / plaintext \(ratioText(ratio(.cachedPage))) is above the allowed \(ratioText(ReadBenchCommand.budgetRatio))")
         }
+        if !publicWithinBudget {
+            out.append("the public call is \(ratioText(publicOverBare)) the bare SQLite read, above the allowed \(ratioText(ReadBenchCommand.budgetPublicOverBare))")
+        }
+        if !coldRatioWithinBudget {
+            out.append("cold encrypted / plaintext \(ratioText(coldRatio)) is above the allowed \(ratioText(ReadBenchCommand.budgetColdRatio))")
+        }
         return out
     }
 
     var json: JSON {
-        func summary(_ t: TimingSummary) -> JSON {
-            .object([("runs", .int(t.runs)), ("medianMs", .double(t.medianMs)), ("p90Ms", .double(t.p90Ms)),
-                     ("minMs", .double(t.minMs)), ("maxMs", .double(t.maxMs))])
+        func summary(_ r: ReadBenchmark.Result?) -> JSON {
+            guard let r else { return .null }
+            let t = r.timing
+            return .object([("runs", .int(t.runs)), ("medianMs", .double(t.medianMs)), ("p90Ms", .double(t.p90Ms)),
+                            ("minMs", .double(t.minMs)), ("maxMs", .double(t.maxMs)), ("pagesRead", .int(r.pagesRead))])
         }
         func cache(_ side: ReadBenchFixture.Side) -> JSON {
             .object([("encrypted", .bool(side.cache.isEncrypted)), ("pageSize", .int(side.pageSizeBytes)),
@@ -245,6 +363,7 @@ struct ReadBenchReport: BudgetedReport {
         let engine = CipherEngine.current
         return .object([
             ("benchmark", .string("reads")),
+            ("layout", .string(fixture.layout.rawValue)),
             ("runs", .int(runs)),
             ("warmupRuns", .int(warmups)),
             ("messages", .int(fixture.messages)),
@@ -255,9 +374,10 @@ struct ReadBenchReport: BudgetedReport {
             ("caches", .object([("encrypted", cache(fixture.encrypted)), ("plaintext", cache(fixture.plaintext))])),
             ("designs", .object(ReadBenchmark.Design.allCases.map { design in
                 (design.rawValue, .object([
-                    ("encrypted", summary(timing(design, "encrypted"))),
-                    ("plaintext", summary(timing(design, "plaintext"))),
+                    ("encrypted", summary(result(design, "encrypted"))),
+                    ("plaintext", summary(result(design, "plaintext"))),
                     ("encryptedOverPlaintext", .double(ratio(design))),
+                    ("rows", .int(result(design, "encrypted")?.rows ?? 0)),
                 ]))
             })),
             ("budget", .object([
@@ -266,6 +386,12 @@ struct ReadBenchReport: BudgetedReport {
                 ("maxEncryptedOverPlaintext", .double(ReadBenchCommand.budgetRatio)),
                 ("medianWithinBudget", .bool(medianWithinBudget)),
                 ("ratioWithinBudget", .bool(ratioWithinBudget)),
+                ("publicOverBareSQLite", .double(publicOverBare)),
+                ("maxPublicOverBareSQLite", .double(ReadBenchCommand.budgetPublicOverBare)),
+                ("publicWithinBudget", .bool(publicWithinBudget)),
+                ("coldEncryptedOverPlaintext", .double(coldRatio)),
+                ("maxColdEncryptedOverPlaintext", .double(ReadBenchCommand.budgetColdRatio)),
+                ("coldRatioWithinBudget", .bool(coldRatioWithinBudget)),
                 ("withinBudget", .bool(withinBudget)),
                 ("failures", .array(failures.map { .string($0) })),
             ])),
@@ -274,15 +400,17 @@ struct ReadBenchReport: BudgetedReport {
 
     var table: String {
         let engine = CipherEngine.current
+        let layout = fixture.layout == .sync ? "written in sync order (conversations interleaved)" : "written one conversation after the other"
         var lines = [
-            "chatvault bench reads: a page of \(fixture.expectedPageRows) messages from \(fixture.messages) messages in \(fixture.conversations) conversation\(fixture.conversations == 1 ? "" : "s"); SQLCipher \(engine.version ?? "none") on SQLite \(engine.sqliteVersion); \(OpenBenchReport.build) build",
-            "\(runs) runs per design and cache after \(warmups) warm-ups, the conversations in turn; medians and p90 in ms",
+            "chatvault bench reads: a page of \(fixture.expectedPageRows) messages from \(fixture.messages) messages in \(fixture.conversations) conversation\(fixture.conversations == 1 ? "" : "s"), \(layout); SQLCipher \(engine.version ?? "none") on SQLite \(engine.sqliteVersion); \(OpenBenchReport.build) build",
+            "\(runs) runs per design and cache after \(warmups) warm-ups, the conversations in turn; medians and p90 in ms; pages = database pages read per run",
             "",
         ]
-        var table = Table(header: ["design", "encrypted median", "p90", "plaintext median", "p90", "encrypted / plaintext"])
+        var table = Table(header: ["design", "encrypted median", "p90", "pages", "plaintext median", "p90", "pages", "encrypted / plaintext"])
         for design in ReadBenchmark.Design.allCases {
             let e = timing(design, "encrypted"), p = timing(design, "plaintext")
-            table.rows.append([design.title, ms(e.medianMs), ms(e.p90Ms), ms(p.medianMs), ms(p.p90Ms), ratioText(ratio(design))])
+            table.rows.append([design.title, ms(e.medianMs), ms(e.p90Ms), String(result(design, "encrypted")?.pagesRead ?? 0),
+                               ms(p.medianMs), ms(p.p90Ms), String(result(design, "plaintext")?.pagesRead ?? 0), ratioText(ratio(design))])
         }
         lines.append(table.render())
         lines.append("")
@@ -295,6 +423,8 @@ struct ReadBenchReport: BudgetedReport {
         lines.append("")
         lines.append("budget: encrypted cached-page median \(ms(encryptedMedian)) ms ≤ \(ms(ReadBenchCommand.budgetMedianMs)) ms: \(medianWithinBudget ? "ok" : "FAILED")")
         lines.append("budget: encrypted / plaintext \(ratioText(ratio(.cachedPage))) ≤ \(ratioText(ReadBenchCommand.budgetRatio)): \(ratioWithinBudget ? "ok" : "FAILED")")
+        lines.append("budget: public call / bare SQLite (warm, encrypted) \(ratioText(publicOverBare)) ≤ \(ratioText(ReadBenchCommand.budgetPublicOverBare)): \(publicWithinBudget ? "ok" : "FAILED")")
+        lines.append("budget: public call cold, encrypted / plaintext \(ratioText(coldRatio)) ≤ \(ratioText(ReadBenchCommand.budgetColdRatio)): \(coldRatioWithinBudget ? "ok" : "FAILED")")
         lines.append(withinBudget ? "within budget" : "NOT within budget: " + failures.joined(separator: "; "))
         return lines.joined(separator: "\n")
     }

@@ -12,11 +12,20 @@ import VaultStore
 /// - `plaintext`: the same engine with `encryption: false`.
 ///
 /// Both are seeded through the engine's own write-through (`MessageRows.writeThrough`: the wire
-/// JSON validated, then written as a read's server phase writes it), one transaction per
-/// conversation, then checkpointed. The messages are synthetic: `messages` text messages spread
-/// round-robin over `conversations` one-to-one conversations with the benchmark user, one second
-/// apart, bodies of 40 to 220 characters of filler text, a sender object on each, tags on every
-/// seventh and a mention on every eleventh (what a server sends, so the decoding is realistic).
+/// JSON validated, then written as a read's server phase writes it), then checkpointed. The
+/// messages are synthetic: `messages` messages spread round-robin over `conversations` one-to-one
+/// conversations with the benchmark user, one second apart, bodies of 40 to 220 characters of
+/// filler text, a sender object on each, tags on every seventh and a mention on every eleventh;
+/// every thirteenth an image with an attachment, every seventeenth deleted, every twenty-third a
+/// thread reply (what a server sends, so the decoding and the filters are realistic).
+///
+/// `layout` is the order they are written in:
+/// - `.sync` (the default): in time order across all conversations, 1,000 per transaction, as a
+///   catch-up sync or a busy realtime stream writes them: a conversation's messages arrive
+///   interleaved with everyone else's;
+/// - `.conversation`: one conversation after the other, one transaction each (every
+///   conversation's history fetched in turn): the easy case, where rows of a conversation are
+///   written next to each other whatever the schema does.
 final class ReadBenchFixture {
     /// Messages in a page.
     static let pageSize = 30
@@ -38,26 +47,34 @@ final class ReadBenchFixture {
         let seedSeconds: Double
     }
 
+    /// The order the caches were written in.
+    enum Layout: String, CaseIterable {
+        case sync
+        case conversation
+    }
+
     let messages: Int
     let conversations: Int
+    let layout: Layout
     /// Rows a page holds (fewer than `pageSize` when conversations are smaller than a page).
     let expectedPageRows: Int
     let encrypted: Side
     let plaintext: Side
 
-    private init(messages: Int, conversations: Int, encrypted: Side, plaintext: Side) {
+    private init(messages: Int, conversations: Int, layout: Layout, encrypted: Side, plaintext: Side) {
         self.messages = messages
         self.conversations = conversations
+        self.layout = layout
         expectedPageRows = min(Self.pageSize, messages / conversations)
         self.encrypted = encrypted
         self.plaintext = plaintext
     }
 
     /// Builds both caches under `root` (an existing private directory).
-    static func make(root: String, messages: Int, conversations: Int) async throws -> ReadBenchFixture {
-        let encrypted = try await side("encrypted", root: root, encryption: true, messages: messages, conversations: conversations)
-        let plaintext = try await side("plaintext", root: root, encryption: false, messages: messages, conversations: conversations)
-        return ReadBenchFixture(messages: messages, conversations: conversations, encrypted: encrypted, plaintext: plaintext)
+    static func make(root: String, messages: Int, conversations: Int, layout: Layout) async throws -> ReadBenchFixture {
+        let encrypted = try await side("encrypted", root: root, encryption: true, messages: messages, conversations: conversations, layout: layout)
+        let plaintext = try await side("plaintext", root: root, encryption: false, messages: messages, conversations: conversations, layout: layout)
+        return ReadBenchFixture(messages: messages, conversations: conversations, layout: layout, encrypted: encrypted, plaintext: plaintext)
     }
 
     /// Closes both caches (the files go with the temporary directory).
@@ -73,17 +90,32 @@ final class ReadBenchFixture {
         MessagesRequest.MessageRequestBuilder(vault: vault).set(uid: peer(conversation)).set(limit: pageSize).build()
     }
 
-    private static func side(_ id: String, root: String, encryption: Bool, messages: Int, conversations: Int) async throws -> Side {
+    /// The request of a filtered first page: no deleted messages, no thread replies, text and
+    /// images only (what a chat screen that hides deleted messages and shows threads apart asks).
+    static func filteredRequest(_ vault: OfflineVault, conversation: Int) -> MessagesRequest {
+        MessagesRequest.MessageRequestBuilder(vault: vault).set(uid: peer(conversation)).set(limit: pageSize)
+            .hideDeletedMessages(hide: true).hideReplies(hide: true).set(types: ["text", "image"]).build()
+    }
+
+    private static func side(_ id: String, root: String, encryption: Bool, messages: Int, conversations: Int,
+                             layout: Layout) async throws -> Side {
         let (vault, cache) = try await openBenchVault(id, root: root, encryption: encryption, user: me)
         let started = ContinuousClock.now
         let limits = vault.wireLimits
-        let perConversation = messages / conversations
-        let extra = messages % conversations
         try cache.writer.sync { db in
-            for c in 0..<conversations {
-                let count = perConversation + (c < extra ? 1 : 0)
-                let wire = (0..<count).map { k in message(k * conversations + c, conversation: c) }
-                try db.transaction { try MessageRows.writeThrough(wire, me: me, limits: limits, in: db) }
+            switch layout {
+            case .sync:
+                for start in stride(from: 0, to: messages, by: 1000) {
+                    let wire = (start..<min(start + 1000, messages)).map { i in richMessage(i, conversations: conversations) }
+                    try db.transaction { try MessageRows.writeThrough(wire, me: me, limits: limits, staged: true, in: db) }
+                }
+                // What the engine does in the background after a sync: rows placed by conversation.
+                while try db.transaction({ try MessageClusters.settle(db, limit: 5000) }) > 0 {}
+            case .conversation:
+                for c in 0..<conversations {
+                    let wire = stride(from: c, to: messages, by: conversations).map { i in richMessage(i, conversations: conversations) }
+                    try db.transaction { try MessageRows.writeThrough(wire, me: me, limits: limits, in: db) }
+                }
             }
             try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         }
@@ -129,6 +161,30 @@ final class ReadBenchFixture {
         if i % 11 == 0 {
             fields["mentionedUsers"] = .array([user(mine ? peer : me)])
             fields["mentionedMe"] = .bool(!mine)
+        }
+        return .object(fields)
+    }
+
+    /// Message number `i` of a fixture with `conversations` conversations (it belongs to
+    /// conversation `i % conversations`), as `message(_:conversation:)` makes it, and besides:
+    /// every thirteenth an image with an attachment, every seventeenth deleted, every
+    /// twenty-third a reply in the thread of its conversation's message before it.
+    static func richMessage(_ i: Int, conversations: Int) -> JSONValue {
+        guard case .object(var fields) = message(i, conversation: i % conversations) else { return .null }
+        let sentAt = 1_700_000_000 + i
+        if i % 13 == 0 {
+            fields["type"] = "image"
+            fields["data"] = .object(["caption": .string(body(i)), "attachments": .array([.object([
+                "name": .string("photo-\(i).jpg"), "extension": "jpg", "mimeType": "image/jpeg",
+                "url": .string("https://media.bench.test/\(i)/photo.jpg"), "size": .int(Int64(20_000 + i % 50_000)),
+            ])])])
+        }
+        if i % 17 == 0 {
+            fields["deletedAt"] = .int(Int64(sentAt + 60))
+            fields["deletedBy"] = fields["sender"]?["uid"] ?? .null
+        }
+        if i % 23 == 0, i >= conversations {
+            fields["parentId"] = .int(Int64(i - conversations + 1))
         }
         return .object(fields)
     }
