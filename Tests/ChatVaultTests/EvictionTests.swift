@@ -204,6 +204,32 @@ final class EvictionTests: XCTestCase {
         XCTAssertEqual(try h.cachedConversations(), ["erin"])
     }
 
+    /// Reopening a chat does not commit each time (a commit empties the reader's page cache): the
+    /// opening is written once per ten minutes, and again when the clock has moved on.
+    func testReopeningAChatWritesItsOpeningOncePerTenMinutes() async throws {
+        let h = try EvictionHarness(peers: ["bob"]) { $0.setCacheDurationDays(2) }
+        try h.simulator.seedConversation(between: "alice", and: "bob", count: 3)
+        await h.login()
+        let cache = try XCTUnwrap(h.vault.openCache)
+        func opened() throws -> Int64? {
+            try cache.reader.sync { db in try db.scalarInt("SELECT opened_at FROM conversation_opened WHERE conversation_id = 'alice_user_bob'") }
+        }
+        func commits() throws -> Int64 { try cache.reader.sync { db in try db.scalarInt("PRAGMA data_version") ?? 0 } }
+        h.client.network = .offline
+        _ = await h.vault.messagesRequest(uid: "bob", limit: 30).fetchPrevious()
+        let first = try XCTUnwrap(try opened(), "the first opening is recorded")
+        let version = try commits()
+        for _ in 0..<5 {
+            h.clock.advance(by: 60)
+            _ = await h.vault.messagesRequest(uid: "bob", limit: 30).fetchPrevious()
+        }
+        XCTAssertEqual(try opened(), first, "reopened within ten minutes: not written again")
+        XCTAssertEqual(try commits(), version, "no commit at all for the reopenings")
+        h.clock.advance(by: 300)
+        _ = await h.vault.messagesRequest(uid: "bob", limit: 30).fetchPrevious()
+        XCTAssertEqual(try opened(), first + 600, "ten minutes on, the opening is written again")
+    }
+
     func testCacheDurationDaysZeroOrNegativeMeansNoAgeBasedPrune() async throws {
         for value in [0, -1, -30] {
             let h = try EvictionHarness { $0.setCacheDurationDays(value) }

@@ -291,7 +291,9 @@ final class FixtureTests: XCTestCase {
                 let misplaced = try cache.reader.sync { db in
                     let stmt = try db.prepare("SELECT row_id, conversation_id FROM messages")
                     var out = 0
-                    while try stmt.step() where stmt.int64(0) & ~(MessageClusters.span - 1) != MessageClusters.base(of: stmt.text(1) ?? "") { out += 1 }
+                    while try stmt.step() {
+                        if stmt.int64(0) & ~(MessageClusters.span - 1) != MessageClusters.base(of: stmt.text(1) ?? "") { out += 1 }
+                    }
                     return out
                 }
                 XCTAssertEqual(misplaced, 0, "\(name): rows outside their conversation's cluster")

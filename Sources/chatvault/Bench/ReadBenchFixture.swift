@@ -43,8 +43,11 @@ final class ReadBenchFixture {
         let databasePages: Int
         /// Database, WAL and media bytes on disk after seeding.
         let bytesOnDisk: Int64
-        /// How long seeding took, in seconds.
+        /// How long seeding took, in seconds (settling included).
         let seedSeconds: Double
+        /// Of which placing staged rows by conversation (`MessageClusters.settle`, what the engine
+        /// does in the background after a sync); 0 for the `.conversation` layout.
+        let settleSeconds: Double
     }
 
     /// The order the caches were written in.
@@ -102,15 +105,19 @@ final class ReadBenchFixture {
         let (vault, cache) = try await openBenchVault(id, root: root, encryption: encryption, user: me)
         let started = ContinuousClock.now
         let limits = vault.wireLimits
-        try cache.writer.sync { db in
+        let settle = try cache.writer.sync { db -> Duration in
+            var settle = Duration.zero
             switch layout {
             case .sync:
                 for start in stride(from: 0, to: messages, by: 1000) {
                     let wire = (start..<min(start + 1000, messages)).map { i in richMessage(i, conversations: conversations) }
                     try db.transaction { try MessageRows.writeThrough(wire, me: me, limits: limits, staged: true, in: db) }
                 }
-                // What the engine does in the background after a sync: rows placed by conversation.
-                while try db.transaction({ try MessageClusters.settle(db, limit: 5000) }) > 0 {}
+                // What the engine does in the background after a sync: rows placed by conversation,
+                // in batches of the engine's size.
+                let settling = ContinuousClock.now
+                while try db.transaction({ try MessageClusters.settle(db, limit: 500) }) > 0 {}
+                settle = ContinuousClock.now - settling
             case .conversation:
                 for c in 0..<conversations {
                     let wire = stride(from: c, to: messages, by: conversations).map { i in richMessage(i, conversations: conversations) }
@@ -118,6 +125,7 @@ final class ReadBenchFixture {
                 }
             }
             try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return settle
         }
         let seedSeconds = (ContinuousClock.now - started).milliseconds / 1_000
         let (pageSize, pages, rows) = try cache.reader.sync { db in
@@ -128,7 +136,7 @@ final class ReadBenchFixture {
             throw CLIError.failure("the \(id) benchmark cache holds \(rows) messages after seeding, not \(messages)")
         }
         return Side(id: id, vault: vault, cache: cache, pageSizeBytes: pageSize, databasePages: pages,
-                    bytesOnDisk: cache.bytesOnDisk(), seedSeconds: seedSeconds)
+                    bytesOnDisk: cache.bytesOnDisk(), seedSeconds: seedSeconds, settleSeconds: settle.milliseconds / 1_000)
     }
 
     /// Message number `i` (0-based, in time order) as a server sends it; it belongs to conversation
