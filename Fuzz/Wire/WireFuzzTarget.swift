@@ -10,8 +10,11 @@
 //   and every number it keeps converts to `Int64` the way the cache's rows convert it;
 // - the stored form (`BinaryJSON`) of an accepted payload reads back equal, and decodes again
 //   with the trusted decoder the cached reads use;
+// - a stored message read in place (`BinaryObject`, `WireDecoder.message(stored:)`, the cached
+//   page's path) decodes to the same message as the stored form decoded whole;
 // - bytes read back from a damaged cache (`BinaryJSON.decode`, then the trusted decoder) are
-//   refused or accepted, never a trap;
+//   refused or accepted, never a trap; read in place they are refused exactly when
+//   `BinaryJSON.decode` refuses them;
 // - a value nested far deeper than JSON text allows (built in memory) is refused without
 //   overflowing the stack.
 //
@@ -102,12 +105,46 @@ private func serverPayload(_ value: JSONValue, as entity: Entity) {
     } catch {
         check(false, "a stored item fails the cached read's decoder")
     }
+    if entity == .message { readInPlace(stored, whole: readBack) }
     _ = value.jsonData()
+}
+
+/// What the cached page keeps of a message, compared between the two ways of reading it (free-form
+/// values as values: a dictionary's description depends on the instance).
+private struct Digest: Equatable {
+    var text: [String]
+    var freeform: [JSONValue?]
+}
+
+private func digest(_ m: BaseMessage) -> Digest {
+    var out = ["\(m.id)", "\(m.sentAt)", m.conversationId, m.senderUid, m.receiverUid, m.messageType.rawValue, m.messageCategory.rawValue,
+               "\(m.updatedAt)", "\(m.deletedAt)", "\(m.editedAt)", "\(m.readByMeAt)", "\(m.parentMessageId)", m.sender?.name ?? "-",
+               (m.tags ?? []).joined(separator: ","), m.mentionedUsers.map(\.uid).joined(separator: ","), "\(m.reactions.count)",
+               m.localMessageId ?? "-"]
+    var freeform: [JSONValue?] = [m.metaData, m.sender?.metadata]
+    if let t = m as? TextMessage { out.append(t.text) }
+    if let media = m as? MediaMessage { out += media.attachments.map(\.fileUrl) + [media.caption ?? "-"] }
+    if let custom = m as? CustomMessage { freeform.append(custom.customData) }
+    return Digest(text: out, freeform: freeform)
+}
+
+/// A stored message read as the cached page reads it: the same message as decoded whole.
+private func readInPlace(_ stored: [UInt8], whole: JSONValue) {
+    guard let object = try? BinaryObject(payload: stored) else { return check(false, "a stored message is refused in place") }
+    guard let a = try? trustedDecoder.message(whole), let b = try? trustedDecoder.message(stored: object) else {
+        return check(false, "a stored message fails the in-place read")
+    }
+    check(digest(a) == digest(b), "a stored message reads differently in place")
 }
 
 /// The disk path: bytes from a damaged cache row.
 private func cachedRow(_ bytes: [UInt8], as entity: Entity) {
-    guard let value = try? BinaryJSON.decode(bytes) else { return }
+    let inPlace: BinaryObject??
+    do { inPlace = .some(try BinaryObject(payload: bytes)) } catch { inPlace = .none }
+    if let object = inPlace ?? nil { _ = try? trustedDecoder.message(stored: object) }
+    guard let value = try? BinaryJSON.decode(bytes) else { return check(inPlace == nil, "damaged bytes accepted in place") }
+    check(inPlace != nil, "intact bytes refused in place")
+    if case .object = value { check((inPlace ?? nil) != nil, "a stored object not read as one in place") }
     _ = try? decode(value, as: entity, with: trustedDecoder)
     _ = BinaryJSON.encode(value)
 }

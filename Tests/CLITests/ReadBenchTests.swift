@@ -14,7 +14,7 @@ final class ReadBenchTests: XCTestCase {
 
         XCTAssertEqual(report["benchmark"] as? String, "reads")
         XCTAssertEqual(number(report["runs"]), 3)
-        XCTAssertEqual(number(report["warmupRuns"]), 6, "one pass over the conversations")
+        XCTAssertEqual(number(report["warmupRuns"]), 12, "two passes over the conversations")
         XCTAssertEqual(number(report["messages"]), 600)
         XCTAssertEqual(number(report["conversations"]), 6)
         XCTAssertEqual(number(report["pageRows"]), 30)
@@ -105,7 +105,7 @@ final class ReadBenchTests: XCTestCase {
         XCTAssertTrue([0, 1].contains(run.status), "exit status \(run.status); stderr: \(run.stderr)")
         let report = try run.json()
         XCTAssertEqual(number(report["pageRows"]), 10, "ten messages per conversation: pages of ten")
-        XCTAssertEqual(number(report["warmupRuns"]), 4)
+        XCTAssertEqual(number(report["warmupRuns"]), 8)
     }
 
     func testTableOutputLeavesNothingBehindAndPrintsNoMessageText() throws {

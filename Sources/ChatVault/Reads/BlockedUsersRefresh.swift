@@ -51,9 +51,9 @@ extension OfflineVault {
     /// The open cache, only if it is `me`'s (a login as someone else may have happened while a
     /// call was out).
     func cache(of me: String) -> VaultCache? {
-        guard let cache = openCache, userId == me,
-              cache.directory.account == CacheDirectory.account(applicationId: settings.applicationId, userId: me) else { return nil }
-        return cache
+        // The session holds the user and the cache opened for that user together; reading both
+        // under one lock is the check (deriving the account again would hash on every read).
+        openCache(of: me)
     }
 
     /// Every page of the users the logged-in user blocked, validated; nil on any failure.

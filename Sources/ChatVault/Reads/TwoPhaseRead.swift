@@ -117,7 +117,10 @@ extension OfflineVault {
         if context.offlineConfigured && cachedPhase {
             var page: [Item] = []
             if let cache = context.cache, let read = plan.cached {
-                page = (try? await cache.reader.run { db in try read(db, context) }) ?? []
+                // On this task's thread, waiting for the reader's queue: a cached page is a short
+                // read (well under a millisecond), and handing it to the queue and back would cost
+                // two thread switches, as much as the read itself.
+                page = (try? cache.reader.sync { db in try read(db, context) }) ?? []
             }
             hydrateItems(page)
             plan.afterCached?(page)

@@ -214,8 +214,8 @@ package enum MessageRows {
 
     /// Decodes a row selected with `columns`.
     static func decode(_ stmt: Statement, _ decoder: WireDecoder) throws -> BaseMessage {
-        guard let bytes = stmt.blob(0) else { throw BinaryJSON.Malformed() }
-        let message = try decoder.message(try BinaryJSON.decode(bytes))
+        guard let bytes = stmt.blob(0), let object = try BinaryObject(payload: bytes) else { throw BinaryJSON.Malformed() }
+        let message = try decoder.message(stored: object)
         let status = stmt.int(1)
         message.messageStatus = statusCodes.indices.contains(status) ? statusCodes[status] : .sent
         message.source = source(code: stmt.int(2))

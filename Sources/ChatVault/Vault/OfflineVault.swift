@@ -214,6 +214,11 @@ public final class OfflineVault: Sendable {
     /// The open cache (for the CLI's audit and the package's tests).
     package var openCache: VaultCache? { session.withLock { $0.state.isOfflineActive ? $0.cache : nil } }
 
+    /// The open cache when it is `me`'s (the session's user and its cache, read together).
+    func openCache(of me: String) -> VaultCache? {
+        session.withLock { $0.state.isOfflineActive && $0.userId == me ? $0.cache : nil }
+    }
+
     /// The logged-in user's cache directory.
     package var cacheDirectory: CacheDirectory? { session.withLock { $0.directory } }
 

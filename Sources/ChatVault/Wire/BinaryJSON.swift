@@ -1,3 +1,5 @@
+import Foundation
+
 /// A compact binary form of `JSONValue`, for model payloads stored in the cache: decoding it is a
 /// few microseconds per message, where text JSON through Foundation costs tens.
 ///
@@ -5,7 +7,7 @@
 /// zig-zag encoded); doubles are 8 little-endian bytes; strings are UTF-8 with a length prefix;
 /// arrays and objects are a count followed by their elements (objects: key string, value).
 enum BinaryJSON {
-    private enum Tag: UInt8 {
+    fileprivate enum Tag: UInt8 {
         case null = 0, `false` = 1, `true` = 2, int = 3, double = 4, string = 5, array = 6, object = 7
     }
 
@@ -133,7 +135,7 @@ enum BinaryJSON {
         out.append(UInt8(v))
     }
 
-    private struct Reader {
+    fileprivate struct Reader {
         let buffer: UnsafeBufferPointer<UInt8>
         var offset = 0
 
@@ -167,6 +169,33 @@ enum BinaryJSON {
             return String(decoding: UnsafeBufferPointer(rebasing: buffer[offset..<(offset + n)]), as: UTF8.self)
         }
 
+        /// Steps over one value, checking it as `value(depth:)` would, building nothing.
+        mutating func skip(depth: Int) throws {
+            guard depth < BinaryJSON.maxDepth, let tag = Tag(rawValue: try byte()) else { throw Malformed() }
+            switch tag {
+            case .null, .false, .true: return
+            case .int: _ = try varint()
+            case .double:
+                guard buffer.count - offset >= 8 else { throw Malformed() }
+                offset += 8
+            case .string: offset += try count()
+            case .array:
+                let n = try count()
+                for _ in 0..<n { try skip(depth: depth + 1) }
+            case .object:
+                let n = try count()
+                for _ in 0..<n {
+                    offset += try count()
+                    try skip(depth: depth + 1)
+                }
+            }
+        }
+
+        /// The tag byte at `offset`, without moving.
+        func peekTag() -> Tag? {
+            offset < buffer.count ? Tag(rawValue: buffer[offset]) : nil
+        }
+
         mutating func value(depth: Int) throws -> JSONValue {
             guard depth < BinaryJSON.maxDepth, let tag = Tag(rawValue: try byte()) else { throw Malformed() }
             switch tag {
@@ -198,5 +227,93 @@ enum BinaryJSON {
                 return .object(fields)
             }
         }
+    }
+}
+
+/// One stored object read in place (a cached row's payload): its keys indexed once, each value
+/// decoded only when asked for. Reading a cached message this way builds no dictionary and hashes
+/// no key: the decoder asks for a few dozen fields of objects of a few dozen keys, so a scan of
+/// the key table (lengths first, then bytes) is cheaper than building and probing a hash table.
+///
+/// `init` checks the whole value as `BinaryJSON.decode` would (tags, lengths, nesting), so a
+/// damaged payload is refused up front and no later read of it can fail.
+struct BinaryObject {
+    private let bytes: [UInt8]
+    /// Each key's byte range and the offset of its value's tag, in stored order.
+    private var entries: [(keyStart: Int, keyCount: Int, value: Int)] = []
+    /// Nesting of this object in the stored value.
+    let depth: Int
+
+    /// The object a whole payload holds; nil when it holds another kind of value.
+    init?(payload bytes: [UInt8]) throws {
+        try bytes.withUnsafeBufferPointer { buffer in
+            var reader = BinaryJSON.Reader(buffer: buffer)
+            try reader.skip(depth: 0)
+            guard reader.offset == buffer.count else { throw BinaryJSON.Malformed() }
+        }
+        self.init(bytes: bytes, at: 0, depth: 0)
+    }
+
+    /// The object whose tag is at `offset` (already checked); nil when the value there is not one.
+    private init?(bytes: [UInt8], at offset: Int, depth: Int) {
+        self.bytes = bytes
+        self.depth = depth
+        let parsed: [(Int, Int, Int)]? = bytes.withUnsafeBufferPointer { buffer in
+            var reader = BinaryJSON.Reader(buffer: buffer, offset: offset)
+            guard reader.peekTag() == .object else { return nil }
+            reader.offset += 1
+            guard let n = try? reader.count() else { return nil }
+            var out: [(Int, Int, Int)] = []
+            out.reserveCapacity(n)
+            for _ in 0..<n {
+                guard let keyCount = try? reader.count() else { return nil }
+                let keyStart = reader.offset
+                reader.offset += keyCount
+                out.append((keyStart, keyCount, reader.offset))
+                guard (try? reader.skip(depth: depth + 1)) != nil else { return nil }
+            }
+            return out
+        }
+        guard let parsed else { return nil }
+        entries = parsed.map { (keyStart: $0.0, keyCount: $0.1, value: $0.2) }
+    }
+
+    /// Where `key`'s value starts, when the object has that key.
+    private func offset(of key: String) -> Int? {
+        var key = key
+        return key.withUTF8 { wanted in
+            bytes.withUnsafeBufferPointer { buffer in
+                guard let first = wanted.first else { return entries.first { $0.keyCount == 0 }?.value }
+                for entry in entries where entry.keyCount == wanted.count && buffer[entry.keyStart] == first {
+                    if let base = buffer.baseAddress, let w = wanted.baseAddress,
+                       memcmp(base + entry.keyStart, w, wanted.count) == 0 {
+                        return entry.value
+                    }
+                }
+                return nil
+            }
+        }
+    }
+
+    /// `key`'s value, decoded; nil when absent.
+    func value(_ key: String) -> JSONValue? {
+        guard let at = offset(of: key) else { return nil }
+        return bytes.withUnsafeBufferPointer { buffer in
+            var reader = BinaryJSON.Reader(buffer: buffer, offset: at)
+            // Checked in `init`: cannot fail.
+            return try? reader.value(depth: depth + 1)
+        }
+    }
+
+    /// `key`'s value when it is an object, read in place; nil when absent or not an object.
+    func object(_ key: String) -> BinaryObject? {
+        guard let at = offset(of: key) else { return nil }
+        return BinaryObject(bytes: bytes, at: at, depth: depth + 1)
+    }
+
+    /// Whether `key` is present with a value other than null.
+    func isPresent(_ key: String) -> Bool {
+        guard let at = offset(of: key) else { return false }
+        return bytes[at] != BinaryJSON.Tag.null.rawValue
     }
 }

@@ -78,7 +78,13 @@ struct WireDecoder: Sendable {
 
     /// Reads the fields of one JSON object, with the entity's name and a path for errors.
     struct Fields {
-        let values: [String: JSONValue]
+        /// Where the fields are read from: wire JSON, or a cached payload read in place.
+        enum Storage {
+            case json([String: JSONValue])
+            case stored(BinaryObject)
+        }
+
+        let storage: Storage
         let entity: String
         let path: String
         let limits: WireLimits
@@ -90,11 +96,20 @@ struct WireDecoder: Sendable {
             }
             // A whole item (not a part of one) is bounded as a whole, unknown fields included.
             if path.isEmpty && !trusted { try Self.checkWhole(value, entity: entity, limits: limits) }
-            self.values = values
+            self.storage = .json(values)
             self.entity = entity
             self.path = path
             self.limits = limits
             self.trusted = trusted
+        }
+
+        /// The fields of a cached payload (validated when it was written: always trusted).
+        init(stored object: BinaryObject, entity: String, path: String = "", limits: WireLimits) {
+            self.storage = .stored(object)
+            self.entity = entity
+            self.path = path
+            self.limits = limits
+            self.trusted = true
         }
 
         /// Bounds a whole item as received, in size and depth, before any of it is used or stored.
@@ -113,8 +128,21 @@ struct WireDecoder: Sendable {
         }
 
         func present(_ key: String) -> JSONValue? {
-            guard let value = values[key], !value.isNull else { return nil }
+            let found: JSONValue?
+            switch storage {
+            case .json(let values): found = values[key]
+            case .stored(let object): found = object.value(key)
+            }
+            guard let value = found, !value.isNull else { return nil }
             return value
+        }
+
+        /// Whether `key` holds a value other than null.
+        func has(_ key: String) -> Bool {
+            switch storage {
+            case .json(let values): return values[key].map { !$0.isNull } ?? false
+            case .stored(let object): return object.isPresent(key)
+            }
         }
 
         func string(_ key: String, max: Int) throws(WireError) -> String? {
@@ -133,7 +161,8 @@ struct WireDecoder: Sendable {
         /// own default for fields such as `pinnedBy` or `muid`).
         func identifier(_ key: String) throws(WireError) -> String? {
             guard let s = try string(key, max: limits.maxIdentifierBytes), !s.isEmpty else { return nil }
-            guard !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+            // UTF-8 bytes below 0x80 are whole scalars: the same test as on the scalars, cheaper.
+            guard !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) else {
                 throw fail(key, .invalid("control characters"))
             }
             return s
@@ -186,6 +215,11 @@ struct WireDecoder: Sendable {
         }
 
         func object(_ key: String, entity: String? = nil) throws(WireError) -> Fields? {
+            if case .stored(let object) = storage {
+                guard object.isPresent(key) else { return nil }
+                guard let nested = object.object(key) else { throw fail(key, .wrongType(expected: "an object")) }
+                return Fields(stored: nested, entity: entity ?? self.entity, path: name(key), limits: limits)
+            }
             guard let value = present(key) else { return nil }
             return try Fields(value, entity: entity ?? self.entity, path: name(key), limits: limits, trusted: trusted)
         }
@@ -230,7 +264,10 @@ struct WireDecoder: Sendable {
     // MARK: - Entities
 
     func user(_ value: JSONValue, path: String = "") throws(WireError) -> User {
-        let f = try Fields(value, entity: "user", path: path, limits: limits, trusted: trusted)
+        try user(Fields(value, entity: "user", path: path, limits: limits, trusted: trusted))
+    }
+
+    func user(_ f: Fields) throws(WireError) -> User {
         let user = User(uid: try f.requiredIdentifier("uid"), name: try f.string("name", max: limits.maxNameBytes))
         try fillUser(user, f)
         return user
@@ -328,7 +365,15 @@ struct WireDecoder: Sendable {
     // MARK: - Messages
 
     func message(_ value: JSONValue, path: String = "") throws(WireError) -> BaseMessage {
-        let f = try Fields(value, entity: "message", path: path, limits: limits, trusted: trusted)
+        try message(Fields(value, entity: "message", path: path, limits: limits, trusted: trusted))
+    }
+
+    /// A cached message from its stored payload, read in place (`BinaryObject`).
+    func message(stored object: BinaryObject) throws(WireError) -> BaseMessage {
+        try message(Fields(stored: object, entity: "message", limits: limits))
+    }
+
+    func message(_ f: Fields) throws(WireError) -> BaseMessage {
         let category = try f.choice("category", MessageCategory.self) ?? .message
         let receiverType = try f.choice("receiverType", ReceiverType.self) ?? .user
         let receiver = try f.requiredIdentifier("receiver")
@@ -374,8 +419,8 @@ struct WireDecoder: Sendable {
         message.id = try f.requiredId("id")
         message.muid = try f.identifier("muid") ?? ""
         message.conversationId = try f.requiredIdentifier("conversationId")
-        if let sender = f.present("sender") {
-            message.sender = try user(sender, path: f.name("sender"))
+        if let sender = try f.object("sender", entity: "user") {
+            message.sender = try user(sender)
             message.senderUid = message.sender?.uid ?? ""
         } else {
             message.senderUid = try f.requiredIdentifier("senderUid")
