@@ -246,12 +246,32 @@ struct BinaryObject {
 
     /// The object a whole payload holds; nil when it holds another kind of value.
     init?(payload bytes: [UInt8]) throws {
-        try bytes.withUnsafeBufferPointer { buffer in
+        // One pass: the key table is indexed while every value is checked.
+        let parsed: [(keyStart: Int, keyCount: Int, value: Int)]? = try bytes.withUnsafeBufferPointer { buffer in
             var reader = BinaryJSON.Reader(buffer: buffer)
-            try reader.skip(depth: 0)
+            guard reader.peekTag() == .object else {
+                try reader.skip(depth: 0)
+                guard reader.offset == buffer.count else { throw BinaryJSON.Malformed() }
+                return nil
+            }
+            reader.offset += 1
+            let n = try reader.count()
+            var out: [(keyStart: Int, keyCount: Int, value: Int)] = []
+            out.reserveCapacity(n)
+            for _ in 0..<n {
+                let keyCount = try reader.count()
+                let keyStart = reader.offset
+                reader.offset += keyCount
+                out.append((keyStart, keyCount, reader.offset))
+                try reader.skip(depth: 1)
+            }
             guard reader.offset == buffer.count else { throw BinaryJSON.Malformed() }
+            return out
         }
-        self.init(bytes: bytes, at: 0, depth: 0)
+        guard let parsed else { return nil }
+        self.bytes = bytes
+        self.depth = 0
+        self.entries = parsed
     }
 
     /// The object whose tag is at `offset` (already checked); nil when the value there is not one.
