@@ -37,6 +37,7 @@ do {
     case "scenarios": status = try await ScenariosCommand.run(rest)
     case ScenarioChild.verb: status = try await ScenarioChild.run(rest)
     case "bench": status = try await BenchCommand.run(rest)
+    case FirstLoginChild.verb: status = try await FirstLoginChild.run(rest)
     case "version", "--version": emit("chatvault \(chatVaultVersion)")
     case "help", "--help", "-h": emit(usage)
     default: throw CLIError.usage("unknown verb '\(verb)'; try 'chatvault help'")
