@@ -435,7 +435,12 @@ public final class OfflineVault: Sendable {
     private func checkInBackground(_ cache: VaultCache, generation: Int) {
         Task.detached {
             let result = await cache.verifyIntegrity()
-            guard result == .damaged else { return self.integrityChecks.end(result == .intact ? .intact : .unknown) }
+            switch result {
+            case .damaged: break
+            case .intact: return self.integrityChecks.end(.intact)
+            case .interrupted: return self.integrityChecks.end(.interrupted)
+            case .unknown: return self.integrityChecks.end(.unknown)
+            }
             self.lifecycle.async {
                 guard self.session.withLock({ $0.generation == generation && $0.cache === cache }) else {
                     return self.integrityChecks.end(.unknown)

@@ -350,8 +350,8 @@ struct OpenProcedure {
         var readerOptions = config.connection
         readerOptions.readOnly = true
         let reader = try DatabaseQueue(path: dir.database, keying: keying, options: readerOptions, label: "reader")
-        let checker = !checkNow && !creating
-            ? try DatabaseQueue(path: dir.database, keying: keying, options: readerOptions, label: "integrity") : nil
+        // The background check's connection is opened by the check itself, after ready.
+        let backgroundCheck = !checkNow && !creating ? (keying, readerOptions) : nil
         var final = manifest
         if config.countsTowardEscalation && (final.consecutiveUnclassifiedFailures != 0 || final.lastFailureCode != nil) {
             final.consecutiveUnclassifiedFailures = 0
@@ -360,7 +360,7 @@ struct OpenProcedure {
         }
         guard let lock else { throw OpenStop.unavailable(.cacheInUse(pid: nil)) }
         return VaultCache(directory: dir, manifest: final, keyStoreName: store?.name, provenCipher: provenCipher,
-                          checker: checker, writer: writer, reader: reader, lock: lock)
+                          backgroundCheck: backgroundCheck, writer: writer, reader: reader, lock: lock)
     }
 
     // MARK: - Creating
