@@ -336,6 +336,8 @@ public final class OfflineVault: Sendable {
         store.escalationThreshold = settings.escalationThreshold
         store.countsTowardEscalation = countsTowardEscalation
         store.quarantine = settings.quarantine
+        // Pruned after ready, in the background (`attemptOpen`).
+        store.pruneQuarantineDuringOpen = false
         store.synchronousIntegrityCheckLimit = integrityCheckLimit ?? settings.synchronousIntegrityCheckLimit
         return store
     }
@@ -359,8 +361,9 @@ public final class OfflineVault: Sendable {
         }) else {
             return done(OpenAttempt(state: state, resets: [], notes: ["superseded by a later login or logout"], cacheId: nil))
         }
-        let report = CacheOpener.open(storeConfiguration(directory: directory, userId: userId, countsTowardEscalation: countsTowardEscalation,
-                                                         integrityCheckLimit: integrityCheckLimit))
+        let configuration = storeConfiguration(directory: directory, userId: userId, countsTowardEscalation: countsTowardEscalation,
+                                               integrityCheckLimit: integrityCheckLimit)
+        let report = CacheOpener.open(configuration)
         let newState = OfflineState(report.outcome)
         let attempt = OpenAttempt(state: newState, resets: report.resets, notes: report.notes, cacheId: report.cache?.cacheId)
         let held = session.withLock { s -> Bool in
@@ -403,6 +406,9 @@ public final class OfflineVault: Sendable {
             if newState.isOfflineActive, let cache = report.cache {
                 self.outboxAttached(cache)
                 self.uploadsAttached(cache)
+                // Old quarantine entries (and their key items: maybe D-Bus calls) go after ready:
+                // nothing of it is needed to serve. Stops once the cache closes.
+                DispatchQueue.global(qos: .utility).async { cache.pruneQuarantine(configuration) }
             }
         }
     }

@@ -152,6 +152,17 @@ public final class VaultCache: Sendable {
         return result
     }
 
+    /// Prunes old quarantine entries (and deletes their key items) as the open procedure does
+    /// unless `pruneQuarantineDuringOpen` is off, for an engine that runs it after ready, in the
+    /// background, with the configuration it opened this cache with. Does nothing once the cache
+    /// is closed, and stops before the next entry when it closes meanwhile.
+    public func pruneQuarantine(_ configuration: StoreConfiguration) {
+        guard !stop.isRaised else { return }
+        Quarantine(directory: directory, policy: configuration.quarantine, now: configuration.now)
+            .prune(currentCacheId: cacheId, keyStores: configuration.keyStores, applicationId: configuration.applicationId,
+                   account: configuration.account, shouldStop: { [stop] in stop.isRaised })
+    }
+
     /// Bytes on disk: database, WAL and media directories.
     public func bytesOnDisk() -> Int64 { directory.bytesOnDisk() }
 }

@@ -192,7 +192,7 @@ struct OpenProcedure {
         let header = CipherProof.header(of: dir.database)
         if case .unreadable(let code) = header { throw OpenStop.unavailable(.forErrno(code)) }
         let state = ManifestFile.read(directory: dir.path)
-        if case .valid(let manifest) = state {
+        if config.pruneQuarantineDuringOpen, case .valid(let manifest) = state {
             quarantine.prune(currentCacheId: manifest.cacheId, keyStores: config.keyStores,
                              applicationId: config.applicationId, account: config.account)
         }
