@@ -134,7 +134,8 @@ public final class OfflineVault: Sendable {
     /// - Warning: with the default `.main` executor, the main queue must be running.
     @discardableResult
     public func login(userId: String) async -> OpenAttempt {
-        await onLifecycle { done in
+        prepareKeyStore(userId: userId)
+        return await onLifecycle { done in
             self.closeLocked(state: .loggedOut)
             guard !userId.isEmpty, userId.utf8.count <= 4096 else {
                 return done(OpenAttempt(state: .loggedOut, resets: [], notes: ["an empty or oversized user id was refused"], cacheId: nil))
@@ -410,6 +411,19 @@ public final class OfflineVault: Sendable {
                 // nothing of it is needed to serve. Stops once the cache closes.
                 DispatchQueue.global(qos: .utility).async { cache.pruneQuarantine(configuration) }
             }
+        }
+    }
+
+    /// Starts the slow part of the key lookup the coming open will make (for the Secret Service:
+    /// the D-Bus connection and session) beside the lifecycle hop and the open's file checks,
+    /// instead of before the keyed open. Only for the store the user's manifest names.
+    private func prepareKeyStore(userId: String) {
+        guard config.enabled, config.encryption, !userId.isEmpty, userId.utf8.count <= 4096 else { return }
+        DispatchQueue.global(qos: .userInitiated).async {
+            let directory = CacheDirectory(root: self.settings.resolvedRoot,
+                                           account: CacheDirectory.account(applicationId: self.settings.applicationId, userId: userId))
+            CacheOpener.prepareKeyStore(self.storeConfiguration(directory: directory, userId: userId, countsTowardEscalation: false,
+                                                                integrityCheckLimit: nil))
         }
     }
 

@@ -22,6 +22,17 @@ public enum CacheOpener {
         return procedure.run()
     }
 
+    /// Lets the key store an `open(configuration)` is about to ask get ready (`KeyStore.prepare`:
+    /// for the Secret Service, the D-Bus connection and session), so that this slow part of a
+    /// first open overlaps the open's own file work. Only the store the manifest names, only for
+    /// an encrypted cache with a valid manifest: nothing is asked that the open would not ask.
+    /// Blocks; run it beside `open`, e.g. on a global queue just before.
+    public static func prepareKeyStore(_ configuration: StoreConfiguration) {
+        guard configuration.encryption, case .valid(let manifest) = ManifestFile.read(directory: configuration.directory.path),
+              manifest.encrypted, let store = KeyStoreSelection.store(for: manifest, among: configuration.keyStores) else { return }
+        store.prepare()
+    }
+
     /// Records that resets from an `OpenReport` have been delivered to the reset listeners, so the
     /// next open does not announce them again. Until then every successful open reports them.
     public static func acknowledge(_ resets: [CacheReset], in directory: CacheDirectory) {
