@@ -38,6 +38,7 @@ do {
     case ScenarioChild.verb: status = try await ScenarioChild.run(rest)
     case "bench": status = try await BenchCommand.run(rest)
     case FirstLoginChild.verb: status = try await FirstLoginChild.run(rest)
+    case CallgrindHook.verb: status = try await CallgrindHook.run(rest)
     case "version", "--version": emit("chatvault \(chatVaultVersion)")
     case "help", "--help", "-h": emit(usage)
     default: throw CLIError.usage("unknown verb '\(verb)'; try 'chatvault help'")
