@@ -4,8 +4,8 @@ import XCTest
 @testable import ChatVault
 import VaultStore
 
-/// `logout` while the background integrity check of a large cache runs: the check is stopped,
-/// not waited for, and reported unfinished; nothing is reset, and the next login checks again.
+/// `logout` while the background integrity check of a large cache runs: the check is not waited
+/// for and is reported unfinished; nothing is reset, and the next login checks again.
 final class IntegrityCheckLogoutTests: XCTestCase {
     func testLogoutDuringTheBackgroundCheckInterruptsItWithoutAReset() async throws {
         let h = EngineHarness()
@@ -22,7 +22,7 @@ final class IntegrityCheckLogoutTests: XCTestCase {
         XCTAssertEqual(attempt.state, .ready)
         await vault.logout()
         let stopped = await vault.waitForIntegrityCheck(timeout: .seconds(60))
-        XCTAssertEqual(stopped.result, .interrupted, "logout stopped the check; it is neither intact nor damaged")
+        XCTAssertEqual(stopped.result, .interrupted, "logout left the check unfinished; it is neither intact nor damaged")
         XCTAssertNil(stopped.reopen, "an interrupted check never reopens (resets) the cache")
 
         let next = await vault.login(userId: "alice")

@@ -12,8 +12,9 @@ import Synchronization
 /// cache, and a damaged page fails its read.
 ///
 /// The check's connection is opened after `ready`, not during the open, and `logout` (or any
-/// close of the cache) stops a running check at once instead of waiting for it (`.interrupted`):
-/// an unfinished check means "not checked", never damage, and the next open checks again.
+/// close of the cache) never waits for a running check: it is interrupted where the engine can
+/// (SQLite 3.15 lets a `quick_check` under way finish on its own read-only connection after the
+/// close) and reported `.interrupted`: "not checked", never damage, and the next open checks again.
 public enum BackgroundIntegrityCheck: String, Sendable, Equatable {
     /// No background check ran for this login (the cache was checked during the open, or none
     /// is open).
