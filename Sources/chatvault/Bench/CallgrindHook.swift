@@ -65,6 +65,9 @@ enum CallgrindHook {
                 await vault.logout()
                 throw CLIError.failure("login answered \(attempt.state.outcome)")
             }
+            // The background quick_check of this large cache runs after login: let it end first,
+            // or its instructions land among the reads'.
+            _ = await vault.waitForIntegrityCheck(timeout: .seconds(600))
             let query = MessagesRequest.MessageRequestBuilder(vault: vault).set(uid: peer(0)).set(limit: pageSize).build().query
             let limits = vault.wireLimits
             var rows = 0
