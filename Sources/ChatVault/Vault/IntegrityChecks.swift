@@ -36,6 +36,9 @@ public enum BackgroundIntegrityCheck: String, Sendable, Equatable {
 /// The background checks of one engine: how many run, how the last one ended, who waits.
 final class IntegrityChecks: Sendable {
     private struct State {
+        /// Bumped by every login: a check of an earlier login (left running by its logout) no
+        /// longer counts, and its result is not this login's.
+        var epoch = 0
         var running = 0
         var last = BackgroundIntegrityCheck.notNeeded
         var reopen: OpenAttempt?
@@ -45,26 +48,34 @@ final class IntegrityChecks: Sendable {
 
     private let state = Mutex(State())
 
-    /// A login starts afresh.
+    /// A login starts afresh: checks of earlier logins no longer count (a logout does not wait
+    /// for its check), and whoever waited for them is woken.
     func reset() {
-        state.withLock { s in
-            if s.running == 0 {
-                s.last = .notNeeded
-                s.reopen = nil
-            }
+        let woken = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.epoch += 1
+            s.running = 0
+            s.last = .notNeeded
+            s.reopen = nil
+            defer { s.waiters = [:] }
+            return Array(s.waiters.values)
         }
+        for waiter in woken { waiter.resume() }
     }
 
-    func begin() {
+    /// Counts a check of the current login; pass the returned epoch to `end`.
+    func begin() -> Int {
         state.withLock { s in
             s.running += 1
             s.last = .pending
             s.reopen = nil
+            return s.epoch
         }
     }
 
-    func end(_ result: BackgroundIntegrityCheck, reopen: OpenAttempt? = nil) {
+    /// Records how a check begun in `epoch` ended; ignored once another login has started.
+    func end(_ result: BackgroundIntegrityCheck, reopen: OpenAttempt? = nil, epoch: Int) {
         let woken = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            guard s.epoch == epoch else { return [] }
             s.running = max(0, s.running - 1)
             s.last = result
             s.reopen = reopen

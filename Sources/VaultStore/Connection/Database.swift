@@ -21,14 +21,12 @@ package enum FaultPoint: Sendable, Equatable {
 package typealias FaultInjector = @Sendable (FaultPoint, String) -> Int32?
 
 /// A flag another thread raises to stop a long statement (`Database.interruptible`).
-public final class StopFlag: Sendable {
+final class StopFlag: Sendable {
     private let raised = Atomic(false)
 
-    public init() {}
+    func raise() { raised.store(true, ordering: .releasing) }
 
-    public func raise() { raised.store(true, ordering: .releasing) }
-
-    public var isRaised: Bool { raised.load(ordering: .acquiring) }
+    var isRaised: Bool { raised.load(ordering: .acquiring) }
 }
 
 /// One SQLCipher connection. Not `Sendable`: it lives on one serial executor (`DatabaseQueue`).
