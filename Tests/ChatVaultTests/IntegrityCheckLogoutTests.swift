@@ -4,8 +4,9 @@ import XCTest
 @testable import ChatVault
 @testable import VaultStore
 
-/// `logout` while the background integrity check of a large cache runs: the check is not waited
-/// for and is reported unfinished; nothing is reset, and the next login checks again.
+/// `logout` while the background integrity check of a large cache runs: the check is interrupted
+/// and reported unfinished; nothing is reset, and the next login checks again. (No timing is
+/// asserted: on SQLite 3.15 a quick_check under way ignores the interrupt and is waited for.)
 final class IntegrityCheckLogoutTests: XCTestCase {
     func testLogoutDuringTheBackgroundCheckInterruptsItWithoutAReset() async throws {
         let h = EngineHarness()
@@ -26,7 +27,7 @@ final class IntegrityCheckLogoutTests: XCTestCase {
         XCTAssertTrue(cache.isBackgroundCheckRunning, "the check never started")
         await vault.logout()
         let stopped = await vault.waitForIntegrityCheck(timeout: .seconds(60))
-        XCTAssertEqual(stopped.result, .interrupted, "logout left the check unfinished; it is neither intact nor damaged")
+        XCTAssertEqual(stopped.result, .interrupted, "logout interrupted the check; it is neither intact nor damaged")
         XCTAssertNil(stopped.reopen, "an interrupted check never reopens (resets) the cache")
 
         let next = await vault.login(userId: "alice")
@@ -38,27 +39,6 @@ final class IntegrityCheckLogoutTests: XCTestCase {
         XCTAssertEqual(try h.counts(vault).pending, 2)
         XCTAssertEqual(try h.counts(vault).messages, 100_000)
         XCTAssertTrue(listener.recorded.isEmpty, "no reset was announced")
-        await vault.logout()
-    }
-
-    func testAnotherLoginDoesNotInheritTheCheckALogoutLeftRunning() async throws {
-        let h = EngineHarness()
-        let vault = try h.vault(integrityLimit: 0)
-        _ = await vault.login(userId: "alice")
-        try h.seed(vault, messages: 100_000, pending: 0)
-        await vault.logout()
-        _ = await vault.login(userId: "alice")
-        let cache = try XCTUnwrap(vault.openCache)
-        let deadline = Date().addingTimeInterval(60)
-        while !cache.isBackgroundCheckRunning, Date() < deadline { usleep(100) }
-        XCTAssertTrue(cache.isBackgroundCheckRunning, "the check never started")
-        await vault.logout()  // its check under way is left to finish on its own
-
-        let attempt = await vault.login(userId: "bob")  // a new cache: nothing to check
-        XCTAssertEqual(attempt.state, .ready)
-        let check = await vault.waitForIntegrityCheck(timeout: .seconds(60))
-        XCTAssertEqual(check.result, .notNeeded, "bob's login reports its own check, not alice's earlier one")
-        XCTAssertNil(check.reopen)
         await vault.logout()
     }
 }

@@ -4,9 +4,9 @@ import XCTest
 @testable import VaultStore
 import VaultKeys
 
-/// Closing a cache (logout) while its background `quick_check` runs does not wait for the check
-/// (SQLite 3.15 cannot interrupt a quick_check under way: it finishes on its own connection after
-/// the close), and such a check means "not checked": never damage, never a reset.
+/// Closing a cache (logout) while its background `quick_check` runs interrupts the check (on
+/// SQLite 3.15 a quick_check under way is waited for: it ignores interrupts), and such a check
+/// means "not checked": never damage, never a reset.
 final class IntegrityInterruptTests: XCTestCase {
     func testClosingDuringTheBackgroundCheckInterruptsItAndChangesNothing() async throws {
         let h = Harness()
@@ -24,7 +24,7 @@ final class IntegrityInterruptTests: XCTestCase {
         XCTAssertTrue(cache.isBackgroundCheckRunning, "the check never started")
         cache.close()
         let result = await check.value
-        XCTAssertEqual(result, .interrupted, "a check the close did not wait for is reported unfinished, not intact or damaged")
+        XCTAssertEqual(result, .interrupted, "a check the cache closed under is reported unfinished, not intact or damaged")
         XCTAssertFalse(cache.needsBackgroundIntegrityCheck)
 
         // Nothing was reset or rewritten: the same cache opens, and is checked again in full.

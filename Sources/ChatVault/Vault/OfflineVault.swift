@@ -399,11 +399,11 @@ public final class OfflineVault: Sendable {
             }
             // Counted before `done`, so a caller that waits right after login sees it pending.
             let checking = current && report.cache?.needsBackgroundIntegrityCheck == true
-            let epoch = checking ? self.integrityChecks.begin() : 0
+            if checking { self.integrityChecks.begin() }
             done(attempt)
             guard current else { return }
             if case .unavailable = newState { self.scheduleRetry(generation: generation) }
-            if checking, let cache = report.cache { self.checkInBackground(cache, generation: generation, epoch: epoch) }
+            if checking, let cache = report.cache { self.checkInBackground(cache, generation: generation) }
             if newState.isOfflineActive, let cache = report.cache {
                 self.outboxAttached(cache)
                 self.uploadsAttached(cache)
@@ -452,23 +452,23 @@ public final class OfflineVault: Sendable {
     /// resets the cache as `.corrupted` by opening again with the check forced. A check that
     /// could not run (an I/O error, memory) changes nothing. `integrityChecks` has counted it
     /// (`begin`); it ends once the check, and the reset it may cause, are over.
-    private func checkInBackground(_ cache: VaultCache, generation: Int, epoch: Int) {
+    private func checkInBackground(_ cache: VaultCache, generation: Int) {
         Task.detached {
             let result = await cache.verifyIntegrity()
             switch result {
             case .damaged: break
-            case .intact: return self.integrityChecks.end(.intact, epoch: epoch)
-            case .interrupted: return self.integrityChecks.end(.interrupted, epoch: epoch)
-            case .unknown: return self.integrityChecks.end(.unknown, epoch: epoch)
+            case .intact: return self.integrityChecks.end(.intact)
+            case .interrupted: return self.integrityChecks.end(.interrupted)
+            case .unknown: return self.integrityChecks.end(.unknown)
             }
             self.lifecycle.async {
                 guard self.session.withLock({ $0.generation == generation && $0.cache === cache }) else {
-                    return self.integrityChecks.end(.unknown, epoch: epoch)
+                    return self.integrityChecks.end(.unknown)
                 }
                 self.closeLocked(state: .opening)
                 let next = self.session.withLock { $0.generation }
                 self.attemptOpen(generation: next, countsTowardEscalation: false, integrityCheckLimit: Int64.max) { reopen in
-                    self.integrityChecks.end(.damaged, reopen: reopen, epoch: epoch)
+                    self.integrityChecks.end(.damaged, reopen: reopen)
                 }
             }
         }

@@ -128,15 +128,19 @@ public final class DatabaseQueue: @unchecked Sendable {
         return database
     }
 
-    /// Interrupts whatever runs on the connection and closes it once that has returned, without
-    /// waiting: the close is queued behind it. Later calls fail with SQLITE_MISUSE. (SQLite 3.15
-    /// does not interrupt a `quick_check` under way; the close then waits on the queue for it.)
-    public func closeWithoutWaiting() {
-        interrupt()
+    /// Closes the connection like `close()`, interrupting whatever runs on it meanwhile (every
+    /// millisecond until the queue reaches the close), so a long statement stops rather than
+    /// being waited for, where the engine honours `sqlite3_interrupt` (SQLite 3.15's
+    /// `quick_check` does not, once under way: the close then waits for it).
+    public func closeInterrupting() {
+        guard DispatchQueue.getSpecific(key: queueKey) == nil else { return close() }
+        let closed = DispatchSemaphore(value: 0)
         queue.async {
             self.interruptible.withLock { $0 = 0 }
             self.database = nil
+            closed.signal()
         }
+        while closed.wait(timeout: .now() + .milliseconds(1)) == .timedOut { interrupt() }
     }
 
     /// Closes the connection (idempotent). Later calls fail with SQLITE_MISUSE.
