@@ -12,7 +12,7 @@ let usage = """
       status    --dir D [--user U] [--marker TEXT] [--json]
       outbox    --dir D --user U [--keystore …] [--json]
       demo      [--story outbox|reconnect] [--messages N] [--json]
-      bench     open [--runs N] [--messages M] [--keystore …] [--json]
+      bench     open [--runs N] [--messages M] [--keystore …] [--process-runs P] [--large-messages L] [--json]
       bench     reads [--runs N] [--messages M] [--conversations C] [--json]
       bench     outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json]
       version
@@ -37,6 +37,8 @@ do {
     case "scenarios": status = try await ScenariosCommand.run(rest)
     case ScenarioChild.verb: status = try await ScenarioChild.run(rest)
     case "bench": status = try await BenchCommand.run(rest)
+    case FirstLoginChild.verb: status = try await FirstLoginChild.run(rest)
+    case CallgrindHook.verb: status = try await CallgrindHook.run(rest)
     case "version", "--version": emit("chatvault \(chatVaultVersion)")
     case "help", "--help", "-h": emit(usage)
     default: throw CLIError.usage("unknown verb '\(verb)'; try 'chatvault help'")

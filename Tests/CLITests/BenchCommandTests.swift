@@ -7,7 +7,7 @@ import XCTest
 /// an open that pays PBKDF2 × 256,000 is slower than one with a raw key (by about 100×).
 final class BenchCommandTests: XCTestCase {
     func testOpenJSONHasTheDocumentedFields() throws {
-        let run = try runChatvault(["bench", "open", "--runs", "3", "--json"])
+        let run = try runChatvault(["bench", "open", "--runs", "3", "--process-runs", "2", "--large-messages", "8000", "--json"])
         XCTAssertTrue([0, 1].contains(run.status), "exit status \(run.status) (0 within budget, 1 over); stderr: \(run.stderr)")
         let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: run.stdout) as? [String: Any],
                                    "stdout is not a JSON object: \(String(decoding: run.stdout, as: UTF8.self))")
@@ -48,9 +48,35 @@ final class BenchCommandTests: XCTestCase {
             XCTAssertGreaterThan(number(ratios[field]) ?? 0, 0, "ratios.\(field)")
         }
 
+        // The app-facing half: a fresh process per run, on a small and a large cache.
+        let fresh = try XCTUnwrap(report["freshProcess"] as? [String: Any])
+        XCTAssertEqual(number(fresh["runs"]), 2)
+        let caches = try XCTUnwrap(fresh["caches"] as? [[String: Any]])
+        XCTAssertEqual(caches.map { number($0["messages"]) }, [1000, 8000])
+        XCTAssertEqual(caches.map { $0["quickCheckDuringOpen"] as? Bool }, [true, false],
+                       "the large cache is over the 1 MiB limit: checked in the background")
+        for cache in caches {
+            let designs = try XCTUnwrap(cache["designs"] as? [String: Any])
+            XCTAssertEqual(Set(designs.keys), ["rawKey", "loginSecretService", "loginFile"])
+            for (name, value) in designs {
+                let design = try XCTUnwrap(value as? [String: Any])
+                XCTAssertEqual(number(design["runs"]), 2, "\(name).runs")
+                XCTAssertGreaterThan(number(design["medianMs"]) ?? 0, 0, "\(name).medianMs")
+                XCTAssertGreaterThanOrEqual(number(design["p90Ms"]) ?? 0, number(design["medianMs"]) ?? .infinity)
+                XCTAssertEqual(number(design["logoutMedianMs"]) != nil, name != "rawKey", "\(name): logout is timed after logins only")
+            }
+            let ratios = try XCTUnwrap(cache["ratios"] as? [String: Any])
+            XCTAssertGreaterThan(number(ratios["loginSecretServiceOverRawKey"]) ?? 0, 0)
+            XCTAssertGreaterThan(number(ratios["loginFileOverRawKey"]) ?? 0, 0)
+        }
+
         let budget = try XCTUnwrap(report["budget"] as? [String: Any])
         XCTAssertEqual(number(budget["rawKeyMedianMs"]), 5)
         XCTAssertEqual(number(budget["minSpeedupOverPassphrase"]), 10)
+        XCTAssertEqual(number(budget["firstLoginMedianMs"]), 5)
+        XCTAssertEqual(number(budget["maxFirstLoginOverRawKey"]), 3)
+        XCTAssertNotNil(budget["firstLoginMedianWithinBudget"] as? Bool)
+        XCTAssertNotNil(budget["firstLoginRatioWithinBudget"] as? Bool)
         let within = try XCTUnwrap(budget["withinBudget"] as? Bool)
         XCTAssertNotNil(budget["rawKeyMedianWithinBudget"] as? Bool)
         XCTAssertNotNil(budget["speedupWithinBudget"] as? Bool)
@@ -66,10 +92,11 @@ final class BenchCommandTests: XCTestCase {
     func testTableOutputLeavesNothingBehindAndPrintsNoSecrets() throws {
         let scratch = TemporaryDirectory()
         let tmp = scratch.path
-        let run = try runChatvault(["bench", "open", "--runs", "1", "--messages", "40"], environment: ["TMPDIR": tmp])
+        let run = try runChatvault(["bench", "open", "--runs", "1", "--messages", "40", "--large-messages", "2000"], environment: ["TMPDIR": tmp])
         XCTAssertTrue([0, 1].contains(run.status), "exit status \(run.status); stderr: \(run.stderr)")
         let text = String(decoding: run.stdout, as: UTF8.self)
-        for expected in ["passphrase / raw key", "raw key / plaintext", "budget:", "plaintext"] {
+        for expected in ["passphrase / raw key", "raw key / plaintext", "budget:", "plaintext", "first login → ready, Secret Service",
+                         "first login → ready, file key store", "bare raw-key open", "fresh subprocess"] {
             XCTAssertTrue(text.contains(expected), "the table lacks '\(expected)':\n\(text)")
         }
         // No message text (the synthetic bodies) and no key hex anywhere in the output.

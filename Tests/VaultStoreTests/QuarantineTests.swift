@@ -61,3 +61,35 @@ final class Clock: Sendable {
     var now: Date { current.withLock { $0 } }
     func advance(days: Int) { current.withLock { $0 = $0.addingTimeInterval(TimeInterval(days) * 86_400) } }
 }
+
+/// Quarantine housekeeping after ready: an engine opens with `pruneQuarantineDuringOpen` off and
+/// prunes from the open cache afterwards.
+final class DeferredQuarantinePruneTests: XCTestCase {
+    func testPruningCanWaitUntilAfterTheOpenAndStopsWithTheCache() throws {
+        let h = Harness()
+        let clock = Clock()
+        var config = h.configuration()
+        config.now = { clock.now }
+        let oldId = try h.createSeeded(messages: 2, pending: 0)
+        let item = KeyItemID(applicationId: h.applicationId, account: h.account, cacheId: oldId)
+        try h.keyStore.store(try CacheKey.generate(), keyId: "other", for: item, label: "x")
+        h.open(config, expect: "ready").cache?.close()  // a wrongKey reset: one entry, key item kept
+        clock.advance(days: 31)
+        config.pruneQuarantineDuringOpen = false
+
+        let cache = try XCTUnwrap(h.open(config, expect: "ready").cache)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: h.directory.quarantine).count, 1,
+                       "the expired entry is left for after the open")
+        guard case .found = h.keyStore.lookup(item) else { return XCTFail("its key item too") }
+        cache.close()
+        cache.pruneQuarantine(config)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: h.directory.quarantine).count, 1,
+                       "a closed cache prunes nothing")
+
+        let open = try XCTUnwrap(h.open(config, expect: "ready").cache)
+        open.pruneQuarantine(config)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: h.directory.quarantine).count, 0)
+        guard case .absent = h.keyStore.lookup(item) else { return XCTFail("pruned with its quarantined cache") }
+        open.close()
+    }
+}

@@ -10,6 +10,12 @@ import Synchronization
 /// cache is closed, its unsent messages salvaged, and it is reset as `.corrupted` (the reset
 /// listener is told) before it serves again. Until then reads may be served from the damaged
 /// cache, and a damaged page fails its read.
+///
+/// The check's connection is opened after `ready`, not during the open. `logout` (or any close of
+/// the cache) interrupts it and reports it `.interrupted`: "not checked", never damage, and the
+/// next open checks again. A check not yet started never starts; one under way stops at once
+/// where the engine honours `sqlite3_interrupt`, but SQLite 3.15's `quick_check` does not, so
+/// there logout waits for a check already under way (about 1.6 ms per MiB).
 public enum BackgroundIntegrityCheck: String, Sendable, Equatable {
     /// No background check ran for this login (the cache was checked during the open, or none
     /// is open).
@@ -20,8 +26,12 @@ public enum BackgroundIntegrityCheck: String, Sendable, Equatable {
     case intact
     /// Damage was found: the cache has been reset as `.corrupted` (after salvage) and reopened.
     case damaged
-    /// The check could not run (the cache closed meanwhile, an I/O error): it says nothing.
+    /// The check could not run (an I/O error, memory): it says nothing.
     case unknown
+    /// The cache was closed (`logout`, another login) while the check ran, and the check was
+    /// stopped rather than waited for: the cache is not checked. Never damage and never a reset;
+    /// the next open of the cache checks it again.
+    case interrupted
 }
 
 /// The background checks of one engine: how many run, how the last one ended, who waits.

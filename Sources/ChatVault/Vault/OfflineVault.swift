@@ -138,7 +138,8 @@ public final class OfflineVault: Sendable {
     /// - Warning: with the default `.main` executor, the main queue must be running.
     @discardableResult
     public func login(userId: String) async -> OpenAttempt {
-        await onLifecycle { done in
+        prepareKeyStore(userId: userId)
+        return await onLifecycle { done in
             self.closeLocked(state: .loggedOut)
             guard !userId.isEmpty, userId.utf8.count <= 4096 else {
                 return done(OpenAttempt(state: .loggedOut, resets: [], notes: ["an empty or oversized user id was refused"], cacheId: nil))
@@ -345,6 +346,8 @@ public final class OfflineVault: Sendable {
         store.escalationThreshold = settings.escalationThreshold
         store.countsTowardEscalation = countsTowardEscalation
         store.quarantine = settings.quarantine
+        // Pruned after ready, in the background (`attemptOpen`).
+        store.pruneQuarantineDuringOpen = false
         store.synchronousIntegrityCheckLimit = integrityCheckLimit ?? settings.synchronousIntegrityCheckLimit
         return store
     }
@@ -368,8 +371,9 @@ public final class OfflineVault: Sendable {
         }) else {
             return done(OpenAttempt(state: state, resets: [], notes: ["superseded by a later login or logout"], cacheId: nil))
         }
-        let report = CacheOpener.open(storeConfiguration(directory: directory, userId: userId, countsTowardEscalation: countsTowardEscalation,
-                                                         integrityCheckLimit: integrityCheckLimit))
+        let configuration = storeConfiguration(directory: directory, userId: userId, countsTowardEscalation: countsTowardEscalation,
+                                               integrityCheckLimit: integrityCheckLimit)
+        let report = CacheOpener.open(configuration)
         let newState = OfflineState(report.outcome)
         let attempt = OpenAttempt(state: newState, resets: report.resets, notes: report.notes, cacheId: report.cache?.cacheId)
         let held = session.withLock { s -> Bool in
@@ -414,7 +418,23 @@ public final class OfflineVault: Sendable {
                 self.uploadsAttached(cache)
                 // Rows a sync staged before the last logout (or a crash) are placed, after ready.
                 self.scheduleSettling()
+                // Old quarantine entries (and their key items: maybe D-Bus calls) go after ready:
+                // nothing of it is needed to serve. Stops once the cache closes.
+                DispatchQueue.global(qos: .utility).async { cache.pruneQuarantine(configuration) }
             }
+        }
+    }
+
+    /// Starts the slow part of the key lookup the coming open will make (for the Secret Service:
+    /// the D-Bus connection and session) beside the lifecycle hop and the open's file checks,
+    /// instead of before the keyed open. Only for the store the user's manifest names.
+    private func prepareKeyStore(userId: String) {
+        guard config.enabled, config.encryption, !userId.isEmpty, userId.utf8.count <= 4096 else { return }
+        DispatchQueue.global(qos: .userInitiated).async {
+            let directory = CacheDirectory(root: self.settings.resolvedRoot,
+                                           account: CacheDirectory.account(applicationId: self.settings.applicationId, userId: userId))
+            CacheOpener.prepareKeyStore(self.storeConfiguration(directory: directory, userId: userId, countsTowardEscalation: false,
+                                                                integrityCheckLimit: nil))
         }
     }
 
@@ -446,7 +466,12 @@ public final class OfflineVault: Sendable {
     private func checkInBackground(_ cache: VaultCache, generation: Int) {
         Task.detached {
             let result = await cache.verifyIntegrity()
-            guard result == .damaged else { return self.integrityChecks.end(result == .intact ? .intact : .unknown) }
+            switch result {
+            case .damaged: break
+            case .intact: return self.integrityChecks.end(.intact)
+            case .interrupted: return self.integrityChecks.end(.interrupted)
+            case .unknown: return self.integrityChecks.end(.unknown)
+            }
             self.lifecycle.async {
                 guard self.session.withLock({ $0.generation == generation && $0.cache === cache }) else {
                     return self.integrityChecks.end(.unknown)

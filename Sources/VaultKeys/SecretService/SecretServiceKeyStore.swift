@@ -133,6 +133,14 @@ public struct SecretServiceKeyStore: KeyStore {
         }
     }
 
+    /// Connects to the bus and opens the Secret Service session (the D-Bus connection, the
+    /// service proxy and the encrypted transfer session: most of a first lookup's time) on the
+    /// store's worker, which keeps them for the lookup that follows. Calls no method on any
+    /// collection or item.
+    public func prepare() {
+        _ = run("connecting") { _, _ throws(SecretCallError) -> Bool in true }
+    }
+
     /// Looks up one cache's key without prompting (unless `unlockPrompt`): `.found` from an
     /// unlocked item (the newest, if an interrupted replace left two), `.unavailable(.locked)` for
     /// a locked match or for no match while a collection is locked, `.absent` only for no match

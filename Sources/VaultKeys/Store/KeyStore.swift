@@ -122,4 +122,13 @@ public protocol KeyStore: Sendable {
     /// The attributes (or file path) that find the item with the store's own tools
     /// (`secret-tool search …`). Contains no key material.
     func locator(for id: KeyItemID) -> [String: String]
+    /// Gets ready for a lookup that is about to come (opens a connection), so that the slow part
+    /// of a first lookup can overlap other work. Reads and changes no item; failures are left for
+    /// the lookup to report. Blocks like the other calls: call it off the critical path.
+    func prepare()
+}
+
+extension KeyStore {
+    /// Nothing to prepare (files, memory).
+    public func prepare() {}
 }

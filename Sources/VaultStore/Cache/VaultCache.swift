@@ -1,4 +1,5 @@
 import Foundation
+internal import CSQLCipher
 public import VaultKeys
 import Synchronization
 
@@ -13,22 +14,45 @@ public final class VaultCache: Sendable {
     /// The cipher description once proven by a keyed open and the file header, else nil.
     public let provenCipher: String?
     /// True when the database was too large to check during open: call `verifyIntegrity()`.
-    public var needsBackgroundIntegrityCheck: Bool { checker.withLock { $0 != nil } }
+    public var needsBackgroundIntegrityCheck: Bool {
+        background.withLock { state in
+            switch state {
+            case .pending, .running: return true
+            case .none: return false
+            }
+        }
+    }
+    /// Whether the background check's `quick_check` has started on its connection (tests).
+    var isBackgroundCheckRunning: Bool { checkStarted.load(ordering: .acquiring) && needsBackgroundIntegrityCheck }
+    private let checkStarted = Atomic(false)
     public let writer: DatabaseQueue
     public let reader: DatabaseQueue
-    /// A connection of its own for the background check, so a long `quick_check` delays neither
-    /// reads nor writes; closed once the check has run.
-    private let checker: Mutex<DatabaseQueue?>
+    /// The background check of a large cache. It gets a connection of its own, so a long
+    /// `quick_check` delays neither reads nor writes; that connection is opened by
+    /// `verifyIntegrity()` (after the cache is ready, never during the open) and closed once the
+    /// check has run or been interrupted.
+    private let background: Mutex<BackgroundCheck>
+    /// Raised by `close()`: a running check stops at once (`Integrity.interrupted`).
+    private let stop = StopFlag()
     private let lock: DirectoryLock
     private let closed = Mutex(false)
 
+    enum BackgroundCheck {
+        /// No background check (checked during the open, or done).
+        case none
+        /// To run: how to open its connection.
+        case pending(ConnectionKeying, ConnectionOptions)
+        /// Running on this connection.
+        case running(DatabaseQueue)
+    }
+
     init(directory: CacheDirectory, manifest: Manifest, keyStoreName: String?, provenCipher: String?,
-         checker: DatabaseQueue?, writer: DatabaseQueue, reader: DatabaseQueue, lock: DirectoryLock) {
+         backgroundCheck: (ConnectionKeying, ConnectionOptions)?, writer: DatabaseQueue, reader: DatabaseQueue, lock: DirectoryLock) {
         self.directory = directory
         self.manifest = manifest
         self.keyStoreName = keyStoreName
         self.provenCipher = provenCipher
-        self.checker = Mutex(checker)
+        background = Mutex(backgroundCheck.map { .pending($0.0, $0.1) } ?? .none)
         self.writer = writer
         self.reader = reader
         self.lock = lock
@@ -40,18 +64,26 @@ public final class VaultCache: Sendable {
     public var isClosed: Bool { closed.withLock { $0 } }
 
     /// Checkpoints the WAL into the database, closes both connections and releases the lock.
-    /// The files stay (logout keeps the cache).
+    /// The files stay (logout keeps the cache). A background check still running is interrupted
+    /// and reports `.interrupted` (it runs again at the next open); close waits until its
+    /// statement has stopped. A check that has not started yet never starts. On SQLite 3.15 a
+    /// `quick_check` already under way does not notice the interrupt (it is one VDBE step), so
+    /// close then waits for it to end (about 1.6 ms per MiB). Not waiting is worse: a process
+    /// that exits right after logout while the check is still inside SQLCipher can crash at
+    /// exit (seen in `bench open`, about 1 child in 100).
     public func close() {
         let wasClosed = closed.withLock { state in
             defer { state = true }
             return state
         }
         guard !wasClosed else { return }
-        let retired = checker.withLock { c -> DatabaseQueue? in
-            defer { c = nil }
-            return c
+        stop.raise()
+        let retired = background.withLock { state -> DatabaseQueue? in
+            defer { state = .none }
+            guard case .running(let connection) = state else { return nil }
+            return connection
         }
-        retired?.close()
+        retired?.closeInterrupting()
         reader.close()
         _ = try? writer.sync { db in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
         writer.close()
@@ -65,30 +97,75 @@ public final class VaultCache: Sendable {
         case intact
         /// `quick_check` reported damage (or SQLCipher refused a page): grounds for a reset.
         case damaged
-        /// The check could not run (out of memory, an I/O error, closed meanwhile): says nothing.
+        /// The check could not run (out of memory, an I/O error): says nothing.
         case unknown
+        /// The cache was closed (logout) before the check ended, and the check was stopped: the
+        /// cache is simply not checked. Never damage, never grounds for a reset; the next open
+        /// of a large cache checks it again.
+        case interrupted
     }
 
-    /// Runs `PRAGMA quick_check` on the background connection when there is one (closing it
-    /// afterwards), else on the reader.
+    /// Runs `PRAGMA quick_check` on a connection of its own when the open left a background check
+    /// (opening it now, closing it afterwards), else on the reader. `close()` interrupts it.
     public func verifyIntegrity() async -> Integrity {
-        let connection = checker.withLock { $0 } ?? reader
-        let result: Integrity
+        let connection: DatabaseQueue
+        let own: Bool
+        do throws(DatabaseError) {
+            // Opened under the state's lock, so `close()` either finds it (and closes it) or has
+            // already run (and nothing is opened).
+            let opened = try background.withLock { state throws(DatabaseError) -> DatabaseQueue? in
+                guard case .pending(let keying, let options) = state else { return nil }
+                guard !stop.isRaised else {
+                    state = .none
+                    return nil
+                }
+                let queue = try DatabaseQueue(path: directory.database, keying: keying, options: options, label: "integrity")
+                state = .running(queue)
+                return queue
+            }
+            if stop.isRaised { return .interrupted }
+            (connection, own) = opened.map { ($0, true) } ?? (reader, false)
+        } catch {
+            background.withLock { $0 = .none }
+            return stop.isRaised ? .interrupted : error.failureClass == .damaged ? .damaged : .unknown
+        }
+        let flag = stop
+        var result: Integrity
         do {
-            result = try await connection.run { db in try IntegrityCheck.run(db) } ? .intact : .damaged
+            let passed = try await connection.run { db in
+                if own { self.checkStarted.store(true, ordering: .releasing) }
+                return try db.interruptible(by: flag) { try IntegrityCheck.run(db, stop: flag) }
+            }
+            result = passed ? .intact : .damaged
         } catch let error as DatabaseError where error.failureClass == .damaged {
             result = .damaged
         } catch {
             result = .unknown
         }
-        if connection !== reader {
-            let retired = checker.withLock { c -> DatabaseQueue? in
-                defer { c = nil }
-                return c
+        // Stopped by `close()`, or ended after it: whatever it answered speaks for a cache nobody
+        // uses any more (and an interrupted statement's answer says nothing). Not checked; the
+        // next open checks again.
+        if stop.isRaised { result = .interrupted }
+        if own {
+            let retired = background.withLock { state -> DatabaseQueue? in
+                guard case .running(let running) = state, running === connection else { return nil }
+                state = .none
+                return running
             }
             retired?.close()
         }
         return result
+    }
+
+    /// Prunes old quarantine entries (and deletes their key items) as the open procedure does
+    /// unless `pruneQuarantineDuringOpen` is off, for an engine that runs it after ready, in the
+    /// background, with the configuration it opened this cache with. Does nothing once the cache
+    /// is closed, and stops before the next entry when it closes meanwhile.
+    public func pruneQuarantine(_ configuration: StoreConfiguration) {
+        guard !stop.isRaised else { return }
+        Quarantine(directory: directory, policy: configuration.quarantine, now: configuration.now)
+            .prune(currentCacheId: cacheId, keyStores: configuration.keyStores, applicationId: configuration.applicationId,
+                   account: configuration.account, shouldStop: { [stop] in stop.isRaised })
     }
 
     /// Bytes on disk: database, WAL and media directories.
@@ -110,11 +187,17 @@ enum IntegrityCheck {
     /// Only ever run on a connection whose key is proven right: the manifest's key-check matched
     /// and page 1 decrypted (the probe), so a later page failing its HMAC is a damaged page, not a
     /// wrong key.
-    static func run(_ db: Database, engine: CipherEngine = .current) throws -> Bool {
+    ///
+    /// A raised `stop` (the cache closing) ends it with the interruption's error, never `false`.
+    static func run(_ db: Database, engine: CipherEngine = .current, stop: StopFlag? = nil) throws -> Bool {
+        if stop?.isRaised == true {
+            throw DatabaseError(extendedCode: SQLITE_INTERRUPT, message: "the cache closed before its check", operation: "quick_check")
+        }
         do {
             let lines = try db.texts("PRAGMA quick_check")
             return lines == ["ok"]
         } catch {
+            if stop?.isRaised == true { throw error }
             if (engine.majorVersion ?? 0) >= 4, !authenticationFailures(db).isEmpty { return false }
             throw error
         }

@@ -1,6 +1,7 @@
 import Foundation
 internal import CSQLCipher
 import VaultKeys
+import Synchronization
 
 /// The C handle of one SQLite connection.
 public typealias SQLiteConnection = OpaquePointer
@@ -18,6 +19,15 @@ package enum FaultPoint: Sendable, Equatable {
 
 /// A test hook consulted at each `FaultPoint`; a non-nil result code replaces the real call's.
 package typealias FaultInjector = @Sendable (FaultPoint, String) -> Int32?
+
+/// A flag another thread raises to stop a long statement (`Database.interruptible`).
+final class StopFlag: Sendable {
+    private let raised = Atomic(false)
+
+    func raise() { raised.store(true, ordering: .releasing) }
+
+    var isRaised: Bool { raised.load(ordering: .acquiring) }
+}
 
 /// One SQLCipher connection. Not `Sendable`: it lives on one serial executor (`DatabaseQueue`).
 ///
@@ -65,6 +75,21 @@ public final class Database {
             sqlite3_key(handle, literal.baseAddress, Int32(literal.count))
         }
         guard rc == SQLITE_OK else { throw error(rc, "key") }
+    }
+
+    /// Runs `body` with a progress handler that stops the running statement (`SQLITE_INTERRUPT`)
+    /// as soon as `stop` is raised, from any thread. Unlike `sqlite3_interrupt`, raising the flag
+    /// never touches the connection, so it is safe while the connection closes. The handler runs
+    /// every 1,000 virtual-machine instructions (microseconds apart), so a raised flag ends even a
+    /// full `quick_check` of a large cache at once.
+    func interruptible<R>(by stop: StopFlag, _ body: () throws -> R) rethrows -> R {
+        let context = Unmanaged.passUnretained(stop).toOpaque()
+        sqlite3_progress_handler(handle, 1_000, { context in
+            guard let context else { return 0 }
+            return Unmanaged<StopFlag>.fromOpaque(context).takeUnretainedValue().isRaised ? 1 : 0
+        }, context)
+        defer { sqlite3_progress_handler(handle, 0, nil, nil) }
+        return try withExtendedLifetime(stop) { try body() }
     }
 
     /// Runs one or more statements without results. Never pass values in the SQL text: bind them.

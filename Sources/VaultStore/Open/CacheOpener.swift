@@ -22,6 +22,17 @@ public enum CacheOpener {
         return procedure.run()
     }
 
+    /// Lets the key store an `open(configuration)` is about to ask get ready (`KeyStore.prepare`:
+    /// for the Secret Service, the D-Bus connection and session), so that this slow part of a
+    /// first open overlaps the open's own file work. Only the store the manifest names, only for
+    /// an encrypted cache with a valid manifest: nothing is asked that the open would not ask.
+    /// Blocks; run it beside `open`, e.g. on a global queue just before.
+    public static func prepareKeyStore(_ configuration: StoreConfiguration) {
+        guard configuration.encryption, case .valid(let manifest) = ManifestFile.read(directory: configuration.directory.path),
+              manifest.encrypted, let store = KeyStoreSelection.store(for: manifest, among: configuration.keyStores) else { return }
+        store.prepare()
+    }
+
     /// Records that resets from an `OpenReport` have been delivered to the reset listeners, so the
     /// next open does not announce them again. Until then every successful open reports them.
     public static func acknowledge(_ resets: [CacheReset], in directory: CacheDirectory) {
@@ -192,7 +203,7 @@ struct OpenProcedure {
         let header = CipherProof.header(of: dir.database)
         if case .unreadable(let code) = header { throw OpenStop.unavailable(.forErrno(code)) }
         let state = ManifestFile.read(directory: dir.path)
-        if case .valid(let manifest) = state {
+        if config.pruneQuarantineDuringOpen, case .valid(let manifest) = state {
             quarantine.prune(currentCacheId: manifest.cacheId, keyStores: config.keyStores,
                              applicationId: config.applicationId, account: config.account)
         }
@@ -350,8 +361,8 @@ struct OpenProcedure {
         var readerOptions = config.connection
         readerOptions.readOnly = true
         let reader = try DatabaseQueue(path: dir.database, keying: keying, options: readerOptions, label: "reader")
-        let checker = !checkNow && !creating
-            ? try DatabaseQueue(path: dir.database, keying: keying, options: readerOptions, label: "integrity") : nil
+        // The background check's connection is opened by the check itself, after ready.
+        let backgroundCheck = !checkNow && !creating ? (keying, readerOptions) : nil
         var final = manifest
         if config.countsTowardEscalation && (final.consecutiveUnclassifiedFailures != 0 || final.lastFailureCode != nil) {
             final.consecutiveUnclassifiedFailures = 0
@@ -360,7 +371,7 @@ struct OpenProcedure {
         }
         guard let lock else { throw OpenStop.unavailable(.cacheInUse(pid: nil)) }
         return VaultCache(directory: dir, manifest: final, keyStoreName: store?.name, provenCipher: provenCipher,
-                          checker: checker, writer: writer, reader: reader, lock: lock)
+                          backgroundCheck: backgroundCheck, writer: writer, reader: reader, lock: lock)
     }
 
     // MARK: - Creating

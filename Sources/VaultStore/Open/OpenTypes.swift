@@ -164,6 +164,11 @@ public struct StoreConfiguration: Sendable {
     /// cache toward a reset.
     public var countsTowardEscalation = true
     public var quarantine = QuarantinePolicy()
+    /// Whether the open prunes old quarantine entries (and deletes their key items) before it
+    /// answers. The engine turns it off and prunes after the cache is ready
+    /// (`VaultCache.pruneQuarantine`): housekeeping that can wait does not delay `login`. A reset
+    /// still prunes as part of the reset.
+    public var pruneQuarantineDuringOpen = true
     /// Databases up to this size get `PRAGMA quick_check` during open; larger ones are checked
     /// in the background right after (`VaultCache.verifyIntegrity`). `quick_check` reads and
     /// decrypts every page (about 1.6 ms per MiB here), so 1 MiB keeps an open within its 5 ms.

@@ -149,13 +149,15 @@ struct Quarantine {
 
     /// Drops entries beyond the count or age limits, with their key items. An entry whose reset
     /// has not been reported yet keeps its notice (its cache files still go).
-    func prune(currentCacheId: String?, keyStores: [any KeyStore], applicationId: String, account: String) {
+    func prune(currentCacheId: String?, keyStores: [any KeyStore], applicationId: String, account: String,
+               shouldStop: () -> Bool = { false }) {
         let all = entries().filter { $0.notice?.moving != true }
         let cutoff = now().addingTimeInterval(-policy.maxAge)
         var keep = all.filter { $0.createdAt >= cutoff }
         if keep.count > policy.maxEntries { keep = Array(keep.suffix(policy.maxEntries)) }
         let keptNames = Set(keep.map(\.name))
         for entry in all where !keptNames.contains(entry.name) {
+            if shouldStop() { return }
             if case .valid(let old) = ManifestFile.read(directory: entry.path), old.encrypted, old.cacheId != currentCacheId,
                let store = KeyStoreSelection.store(for: old, among: keyStores) {
                 try? store.delete(KeyItemID(applicationId: applicationId, account: account, cacheId: old.cacheId))

@@ -11,8 +11,9 @@ import VaultStore
 /// `quick_check` has run; the check runs in the background and a damaged cache is reset moments
 /// later. The audit waits for that check (up to `--integrity-wait` seconds, default 120) and
 /// reports the state after it: `integrityCheck` is `notNeeded` (checked during the open),
-/// `intact`, `damaged` (the cache was reset; the reset is among `resets`), `unknown`, or
-/// `pending` (still running when the wait ended: the cache is not yet known to be healthy).
+/// `intact`, `damaged` (the cache was reset; the reset is among `resets`), `unknown`,
+/// `interrupted` (the cache closed before the check ended: not checked, checked again at the next
+/// open), or `pending` (still running when the wait ended: the cache is not yet known to be healthy).
 enum OpenCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
         var args = try Arguments(raw)
