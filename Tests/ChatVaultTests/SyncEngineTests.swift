@@ -182,13 +182,11 @@ final class SyncEngineTests: XCTestCase {
         XCTAssertEqual(h.vault.getLastSyncTimestamp(), h.clock.seconds)
     }
 
-    /// A sweep appends its new rows (staged in cluster 0) instead of writing one database page per
-    /// message; settling then places every conversation's rows together (`MessageClusters`), and
-    /// the engine schedules it by itself after the sweep.
-    func testSyncedRowsAreStagedThenSettledByConversation() async throws {
+    /// A sweep's new rows, interleaved across conversations, each land in their conversation's
+    /// cluster (`MessageClusters`), and reads see them as before.
+    func testSyncedRowsLandInTheirConversationsClusters() async throws {
         let (h, recorder) = try await harness()
         let sim = h.simulator
-        h.vault.clusterSettler.delay.withLock { $0 = .seconds(3600) }
         var fresh: [Int] = []
         try await whileOffline(h) {
             for i in 0..<30 {
@@ -199,25 +197,17 @@ final class SyncEngineTests: XCTestCase {
         try await sweepAfterReconnect(h, recorder)
         XCTAssertEqual(recorder.synced.map(\.id), fresh)
         let cache = try XCTUnwrap(h.vault.openCache)
-        func keys() throws -> [(key: Int64, conversation: String)] {
-            try cache.reader.sync { db in
-                let stmt = try db.prepare("SELECT row_id, conversation_id FROM messages WHERE server_id IS NOT NULL ORDER BY row_id")
-                var out: [(Int64, String)] = []
-                while try stmt.step() { out.append((stmt.int64(0), stmt.text(1) ?? "")) }
-                return out
-            }.map { (key: $0.0, conversation: $0.1) }
-        }
-        XCTAssertEqual(try keys().filter { $0.key < MessageClusters.span }.count, 30, "the sweep staged its 30 new rows")
-
-        h.vault.clusterSettler.delay.withLock { $0 = .milliseconds(10) }
-        h.vault.scheduleSettling()
-        try await waitFor("settled") { try !cache.reader.sync { db in try MessageClusters.hasStagedRows(db) } }
-        let placed = try keys()
+        let placed = try cache.reader.sync { db in
+            let stmt = try db.prepare("SELECT row_id, conversation_id FROM messages WHERE server_id IS NOT NULL ORDER BY row_id")
+            var out: [(Int64, String)] = []
+            while try stmt.step() { out.append((stmt.int64(0), stmt.text(1) ?? "")) }
+            return out
+        }.map { (key: $0.0, conversation: $0.1) }
         XCTAssertEqual(placed.count, 30)
         XCTAssertTrue(placed.allSatisfy { $0.key & ~(MessageClusters.span - 1) == MessageClusters.base(of: $0.conversation) },
                       "every row in its conversation's cluster")
-        XCTAssertEqual(placed.map(\.conversation), placed.map(\.conversation).sorted { MessageClusters.base(of: $0) < MessageClusters.base(of: $1) })
-        // Reads see the same messages as before, in the same order.
+        XCTAssertEqual(placed.map(\.conversation), placed.map(\.conversation).sorted { MessageClusters.base(of: $0) < MessageClusters.base(of: $1) },
+                       "each conversation's rows together")
         let page = await cachedPage(h, with: "bob")
         XCTAssertEqual(page.map(\.id), stride(from: 0, to: 30, by: 3).map { fresh[$0] })
     }

@@ -284,9 +284,7 @@ final class SyncPageRowsTests: XCTestCase {
             var rows: [[String: Cell]] = []
             while try stmt.step() {
                 var row: [String: Cell] = [:]
-                // `messages.row_id` only places a row (a batch stages rows a single write places
-                // at once: `MessageClusters`); what a row holds is compared.
-                for i in 0..<stmt.columnCount where !(table == "messages" && stmt.columnName(i) == "row_id") {
+                for i in 0..<stmt.columnCount {
                     let value = stmt.value(i)
                     if stmt.columnName(i) == "payload", case .blob(let bytes) = value, let decoded = try? BinaryJSON.decode(bytes) {
                         row[stmt.columnName(i)] = .payload(decoded)
@@ -330,7 +328,7 @@ final class SyncPageRowsTests: XCTestCase {
                 totals.discarded += a.discarded.count
                 totals.nothing += page.count - droppedA - a.inserted.count - a.updated.count - a.removedConversations.count
             }
-            for (table, order) in [("messages", "server_id, local_id"), ("conversations", "id"), ("outbox", "seq"), ("conversation_opened", "conversation_id")] {
+            for (table, order) in [("messages", "row_id"), ("conversations", "id"), ("outbox", "seq"), ("conversation_opened", "conversation_id")] {
                 let rowsA = try Self.dump(table, orderBy: order, in: batched)
                 let rowsB = try Self.dump(table, orderBy: order, in: reference)
                 XCTAssertEqual(rowsA.count, rowsB.count, "\(table) after seed \(seed)")

@@ -56,45 +56,35 @@ final class MessageClusterTests: XCTestCase {
         }
     }
 
-    func testStagedRowsSettleIntoClustersKeepingEveryRow() throws {
+    /// Schema 4's migration: rows written before clustering (SQLite's own keys, in arrival order)
+    /// move into their clusters, every row kept, in time order within each conversation.
+    func testTheMigrationPlacesRowsWrittenBeforeClustering() throws {
         let h = Harness()
         let cache = try XCTUnwrap(h.open(h.configuration(), expect: "ready").cache)
         defer { cache.close() }
         let conversations = (0..<7).map { "user_peer\($0)" }
-        // Some rows already placed, then a bulk write staged in cluster 0.
         try cache.writer.sync { db in
-            try db.transaction { try CacheRows.insert((0..<21).map { message($0, conversation: conversations[$0 % 7]) }, into: db) }
-            let insert = try db.prepare(MessageClusters.insertSQL(columns: ["server_id", "conversation_id", "sender_id", "receiver_id",
-                                                                            "receiver_type", "category", "type", "sent_at"]))
-            for i in 21..<500 {
-                try insert.bind([.int(Int64(i + 1)), .text(conversations[i % 7]), .text("bob"), .text("alice"), .text("user"),
-                                 .text("message"), .text("text"), .int(Int64(1_700_000_000 + i)), .int(MessageClusters.staged)])
-                while try insert.step() {}
-                insert.reset()
+            try db.transaction {
+                // As schema 3 wrote them: keys chosen by SQLite, conversations interleaved, and
+                // not in time order (a later page of history arrives after newer messages).
+                let insert = try db.prepare("INSERT INTO messages (server_id, conversation_id, sender_id, receiver_id, receiver_type, category, type, sent_at) VALUES (?, ?, 'bob', 'alice', 'user', 'message', 'text', ?)")
+                for i in (0..<500).reversed() {
+                    try insert.bind([.int(Int64(i + 1)), .text(conversations[i % 7]), .int(Int64(1_700_000_000 + i))])
+                    while try insert.step() {}
+                    insert.reset()
+                }
+                XCTAssertLessThan(try db.scalarInt("SELECT max(row_id) FROM messages") ?? .max, MessageClusters.span)
+                try MessageClusters.renumber(db)
             }
         }
-        XCTAssertTrue(try cache.reader.sync { db in try MessageClusters.hasStagedRows(db) })
-        XCTAssertEqual(try rows(cache).filter { $0.key < MessageClusters.span }.count, 479, "the bulk rows wait in cluster 0, in order")
-
-        // In batches, as the engine settles them in the background.
-        var moved = 0
-        while true {
-            let batch = try cache.writer.sync { db in try db.transaction { try MessageClusters.settle(db, limit: 100) } }
-            moved += batch
-            if batch < 100 { break }
-        }
-        XCTAssertEqual(moved, 479)
-        XCTAssertFalse(try cache.reader.sync { db in try MessageClusters.hasStagedRows(db) })
         let all = try rows(cache)
         XCTAssertEqual(Set(all.map(\.serverId)), Set((1...500).map(Int64.init)), "every row kept")
         assertClustered(all)
         for c in conversations {
             let ids = all.filter { $0.conversation == c }.map(\.serverId)
-            XCTAssertEqual(ids, ids.sorted(), "\(c): staged rows follow the placed ones, oldest first")
+            XCTAssertEqual(ids, ids.sorted(), "\(c): in time order after the migration")
         }
-        // Nothing left: a further settle moves nothing and changes nothing.
-        XCTAssertEqual(try cache.writer.sync { db in try MessageClusters.settle(db, limit: 100) }, 0)
-        XCTAssertEqual(try rows(cache).map(\.key), all.map(\.key))
+        XCTAssertEqual(try cache.reader.sync { db in try db.scalarText("PRAGMA integrity_check") }, "ok")
     }
 
     func testClusterBasesAreStableAndInRange() {
@@ -103,7 +93,7 @@ final class MessageClusterTests: XCTestCase {
         XCTAssertNotEqual(MessageClusters.base(of: "alice_user_bob"), MessageClusters.base(of: "alice_user_carol"))
         for id in ["", "group_g", "alice_user_bob", String(repeating: "é", count: 300), "\u{0}"] {
             let base = MessageClusters.base(of: id)
-            XCTAssertGreaterThanOrEqual(base, MessageClusters.span, "cluster 0 is for staged rows")
+            XCTAssertGreaterThanOrEqual(base, MessageClusters.span, "cluster 0 is where rows from before clustering were")
             XCTAssertEqual(base % MessageClusters.span, 0)
             XCTAssertLessThanOrEqual(base, Int64.max - (MessageClusters.span - 1), "every key of the cluster fits an Int64")
         }

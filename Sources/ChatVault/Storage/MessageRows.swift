@@ -165,16 +165,12 @@ package enum MessageRows {
     }
 
     /// Writes a server message the cache does not hold, with `insertSQL` prepared by the caller.
-    /// - Parameter staged: a bulk write (a catch-up sync page): the row is appended to cluster 0
-    ///   and moved into its conversation's cluster later (`MessageClusters.settle`), so a page of
-    ///   thousands of messages from as many conversations writes a few database pages, not one
-    ///   per message.
     static func insert(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, encoded: [UInt8]? = nil,
-                       staged: Bool = false, statement insert: Statement) throws {
+                       statement insert: Statement) throws {
         try bindRow(insert, wire, m, me: me, source: source, encoded: encoded)
         try insert.bind(.int(Int64(m.id)), at: 15)
         try insert.bind(m.localMessageId.map { .text($0) } ?? .null, at: 16)
-        try insert.bind(.int(staged ? MessageClusters.staged : MessageClusters.base(of: m.conversationId)), at: 17)
+        try insert.bind(.int(MessageClusters.base(of: m.conversationId)), at: 17)
         while try insert.step() {}
     }
 
@@ -341,17 +337,10 @@ extension MessageRows {
     /// delivering them (without reconciling a slice), for the package's tools that build caches
     /// (`chatvault bench reads`). Call it inside a transaction: a message that fails validation
     /// throws, and the transaction then leaves the cache as it was.
-    /// - Parameter staged: written as a catch-up sync page writes new rows (staged in cluster 0,
-    ///   `MessageClusters.settle` places them), not as a read's page (placed at once).
-    package static func writeThrough(_ wire: [JSONValue], me: String, limits: WireLimits, staged: Bool = false, in db: Database) throws {
+    package static func writeThrough(_ wire: [JSONValue], me: String, limits: WireLimits, in db: Database) throws {
         let decoder = WireDecoder(limits: limits)
         for value in wire {
-            let m = try decoder.message(value)
-            if staged, try sentAt(ofMessage: m.id, in: db) == nil {
-                try insert(value, m, me: me, source: .sync, staged: true, statement: try db.cached(insertSQL))
-            } else {
-                try upsert(value, m, me: me, source: .realtime, in: db)
-            }
+            try upsert(value, try decoder.message(value), me: me, source: .realtime, in: db)
         }
     }
 }

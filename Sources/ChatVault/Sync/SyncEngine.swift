@@ -410,7 +410,6 @@ extension OfflineVault {
             phase.add(applied.inserted)
             phase.add(applied.updated)
             if applied.inserted.count + applied.updated.count > 0 { scheduleEviction() }
-            if !applied.inserted.isEmpty { scheduleSettling() }
             if let outcome {
                 phase.outcome = .success(outcome == .partial ? .partial : .caughtUp)
                 return phase

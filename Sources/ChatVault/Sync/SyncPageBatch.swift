@@ -57,7 +57,7 @@ final class SyncPageBatch {
         if let existing {
             try MessageRows.update(wire, m, me: me, source: existing.source, encoded: encoded, statement: update)
         } else {
-            try MessageRows.insert(wire, m, me: me, source: .sync, encoded: encoded, staged: true, statement: insert)
+            try MessageRows.insert(wire, m, me: me, source: .sync, encoded: encoded, statement: insert)
         }
         try touch(wire, m, newlyCached: existing == nil, previousFlags: existing?.flags)
         if existing == nil, m.parentMessageId > 0 { try RealtimeRows.countReply(toParent: m.parentMessageId, me: me, limits: limits, in: db) }

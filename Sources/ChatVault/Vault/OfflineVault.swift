@@ -94,8 +94,6 @@ public final class OfflineVault: Sendable {
     let integrityChecks = IntegrityChecks()
     /// When each conversation's opening was last written (`conversation_opened`), this session.
     let openedConversations = OpenedConversations()
-    /// Moves rows bulk writes staged into their conversations' clusters (`MessageClusters`).
-    let clusterSettler = ClusterSettler()
     /// Login, logout, retries and clears run one at a time, in order, on this queue.
     private let lifecycle = DispatchQueue(label: "chatvault.lifecycle")
 
@@ -416,8 +414,6 @@ public final class OfflineVault: Sendable {
             if newState.isOfflineActive, let cache = report.cache {
                 self.outboxAttached(cache)
                 self.uploadsAttached(cache)
-                // Rows a sync staged before the last logout (or a crash) are placed, after ready.
-                self.scheduleSettling()
                 // Old quarantine entries (and their key items: maybe D-Bus calls) go after ready:
                 // nothing of it is needed to serve. Stops once the cache closes.
                 DispatchQueue.global(qos: .utility).async { cache.pruneQuarantine(configuration) }

@@ -58,9 +58,7 @@ import VaultStore
 ///     build              "debug" | "release": how this binary was compiled
 ///     engine             { cipher: SQLCipher version, sqlite: SQLite version }
 ///     caches             { encrypted, plaintext }, each: encrypted (bool), pageSize (bytes),
-///                        databasePages, bytesOnDisk, seedSeconds, settleSeconds (of the
-///                        seeding, placing the staged rows by conversation as the engine does
-///                        in the background after a sync; 0 for --layout conversation)
+///                        databasePages, bytesOnDisk, seedSeconds
 ///     designs            { bareSQLite, cachedPage, fetchPreviousCachedPhase, filteredPage,
 ///                          bareSQLiteCold, cachedPageCold, fetchPreviousCold }, each:
 ///         encrypted, plaintext   { runs, medianMs, p90Ms (nearest rank), minMs, maxMs,
@@ -363,7 +361,7 @@ struct ReadBenchReport: BudgetedReport {
         func cache(_ side: ReadBenchFixture.Side) -> JSON {
             .object([("encrypted", .bool(side.cache.isEncrypted)), ("pageSize", .int(side.pageSizeBytes)),
                      ("databasePages", .int(side.databasePages)), ("bytesOnDisk", .int(side.bytesOnDisk)),
-                     ("seedSeconds", .double(side.seedSeconds)), ("settleSeconds", .double(side.settleSeconds))])
+                     ("seedSeconds", .double(side.seedSeconds))])
         }
         let engine = CipherEngine.current
         return .object([
@@ -419,10 +417,10 @@ struct ReadBenchReport: BudgetedReport {
         }
         lines.append(table.render())
         lines.append("")
-        var caches = Table(header: ["cache", "page size", "pages", "bytes on disk", "seeded in", "of which settling"])
+        var caches = Table(header: ["cache", "page size", "pages", "bytes on disk", "seeded in"])
         for side in [fixture.encrypted, fixture.plaintext] {
             caches.rows.append([side.id, String(side.pageSizeBytes), String(side.databasePages), String(side.bytesOnDisk),
-                                String(format: "%.1f s", side.seedSeconds), String(format: "%.1f s", side.settleSeconds)])
+                                String(format: "%.1f s", side.seedSeconds)])
         }
         lines.append(caches.render())
         lines.append("")

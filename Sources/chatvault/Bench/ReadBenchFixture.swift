@@ -22,7 +22,7 @@ import VaultStore
 /// `layout` is the order they are written in:
 /// - `.sync` (the default): in time order across all conversations, 1,000 per transaction, as a
 ///   catch-up sync or a busy realtime stream writes them: a conversation's messages arrive
-///   interleaved with everyone else's;
+///   interleaved with everyone else's (schema 4 places each row in its conversation's cluster);
 /// - `.conversation`: one conversation after the other, one transaction each (every
 ///   conversation's history fetched in turn): the easy case, where rows of a conversation are
 ///   written next to each other whatever the schema does.
@@ -43,11 +43,8 @@ final class ReadBenchFixture {
         let databasePages: Int
         /// Database, WAL and media bytes on disk after seeding.
         let bytesOnDisk: Int64
-        /// How long seeding took, in seconds (settling included).
+        /// How long seeding took, in seconds.
         let seedSeconds: Double
-        /// Of which placing staged rows by conversation (`MessageClusters.settle`, what the engine
-        /// does in the background after a sync); 0 for the `.conversation` layout.
-        let settleSeconds: Double
     }
 
     /// The order the caches were written in.
@@ -105,19 +102,13 @@ final class ReadBenchFixture {
         let (vault, cache) = try await openBenchVault(id, root: root, encryption: encryption, user: me)
         let started = ContinuousClock.now
         let limits = vault.wireLimits
-        let settle = try cache.writer.sync { db -> Duration in
-            var settle = Duration.zero
+        try cache.writer.sync { db in
             switch layout {
             case .sync:
                 for start in stride(from: 0, to: messages, by: 1000) {
                     let wire = (start..<min(start + 1000, messages)).map { i in richMessage(i, conversations: conversations) }
-                    try db.transaction { try MessageRows.writeThrough(wire, me: me, limits: limits, staged: true, in: db) }
+                    try db.transaction { try MessageRows.writeThrough(wire, me: me, limits: limits, in: db) }
                 }
-                // What the engine does in the background after a sync: rows placed by conversation,
-                // in batches of the engine's size.
-                let settling = ContinuousClock.now
-                while try db.transaction({ try MessageClusters.settle(db, limit: 500) }) > 0 {}
-                settle = ContinuousClock.now - settling
             case .conversation:
                 for c in 0..<conversations {
                     let wire = stride(from: c, to: messages, by: conversations).map { i in richMessage(i, conversations: conversations) }
@@ -125,7 +116,6 @@ final class ReadBenchFixture {
                 }
             }
             try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            return settle
         }
         let seedSeconds = (ContinuousClock.now - started).milliseconds / 1_000
         let (pageSize, pages, rows) = try cache.reader.sync { db in
@@ -136,7 +126,7 @@ final class ReadBenchFixture {
             throw CLIError.failure("the \(id) benchmark cache holds \(rows) messages after seeding, not \(messages)")
         }
         return Side(id: id, vault: vault, cache: cache, pageSizeBytes: pageSize, databasePages: pages,
-                    bytesOnDisk: cache.bytesOnDisk(), seedSeconds: seedSeconds, settleSeconds: settle.milliseconds / 1_000)
+                    bytesOnDisk: cache.bytesOnDisk(), seedSeconds: seedSeconds)
     }
 
     /// Message number `i` (0-based, in time order) as a server sends it; it belongs to conversation
