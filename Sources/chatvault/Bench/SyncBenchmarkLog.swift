@@ -153,14 +153,16 @@ struct SyncBenchCache {
 
     /// SQLite's own rate for these rows: the cache's `messages` rows (same columns and payloads)
     /// copied into an in-memory temporary table (not timed), then inserted back under new server
-    /// ids (all indexes), one `INSERT … SELECT` and commit per `pageSize` rows. No Swift code runs
-    /// per row and nothing is read from the file, so no ingest path can beat it.
+    /// ids (all indexes), in the order they arrived, each into its conversation's cluster as the
+    /// ingest places it (schema 4: its old key plus 2^31, the same cluster), one `INSERT … SELECT`
+    /// and commit per `pageSize` rows. No Swift code runs per row and nothing is read from the
+    /// file, so no ingest path can beat it.
     func copyRate(messages: Int, pageSize: Int) throws -> Double {
         let columns = "conversation_id, parent_id, sender_id, receiver_id, receiver_type, category, type, sent_at, updated_at, deleted_at, status, source, flags, payload"
-        let sql = "INSERT INTO messages (\(columns), server_id) SELECT \(columns), server_id + ? FROM temp.bench_rows WHERE rowid BETWEEN ? AND ?"
+        let sql = "INSERT INTO messages (row_id, \(columns), server_id) SELECT old_key + 2147483648, \(columns), server_id + ? FROM temp.bench_rows WHERE rowid BETWEEN ? AND ?"
         let clock = ContinuousClock()
         let seconds = try cache.writer.sync { db in
-            try db.execute("CREATE TEMP TABLE bench_rows AS SELECT \(columns), server_id FROM messages ORDER BY row_id")
+            try db.execute("CREATE TEMP TABLE bench_rows AS SELECT row_id AS old_key, \(columns), server_id FROM messages ORDER BY server_id")
             defer { try? db.execute("DROP TABLE temp.bench_rows") }
             let offset = try db.scalarInt("SELECT max(server_id) FROM messages") ?? 0
             let start = clock.now
