@@ -25,9 +25,7 @@ final class QuarantineTests: XCTestCase {
         let clock = Clock()
         var config = h.configuration()
         config.now = { clock.now }
-        let oldId = try h.createSeeded(messages: 2, pending: 0)
-        let item = KeyItemID(applicationId: h.applicationId, account: h.account, cacheId: oldId)
-        try h.keyStore.store(try CacheKey.generate(), keyId: "other", for: item, label: "x")
+        let item = try h.cacheWithAReplacedKey()
         let report = h.open(config, expect: "ready")
         XCTAssertEqual(report.resets.map(\.reason), [.wrongKey])
         report.cache?.close()
@@ -70,9 +68,7 @@ final class DeferredQuarantinePruneTests: XCTestCase {
         let clock = Clock()
         var config = h.configuration()
         config.now = { clock.now }
-        let oldId = try h.createSeeded(messages: 2, pending: 0)
-        let item = KeyItemID(applicationId: h.applicationId, account: h.account, cacheId: oldId)
-        try h.keyStore.store(try CacheKey.generate(), keyId: "other", for: item, label: "x")
+        let item = try h.cacheWithAReplacedKey()
         h.open(config, expect: "ready").cache?.close()  // a wrongKey reset: one entry, key item kept
         clock.advance(days: 31)
         config.pruneQuarantineDuringOpen = false
@@ -91,5 +87,15 @@ final class DeferredQuarantinePruneTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: h.directory.quarantine).count, 0)
         guard case .absent = h.keyStore.lookup(item) else { return XCTFail("pruned with its quarantined cache") }
         open.close()
+    }
+}
+
+extension Harness {
+    /// A seeded, closed cache whose key item now holds another key: its next open is a `wrongKey`
+    /// reset that quarantines it. Returns the key item.
+    func cacheWithAReplacedKey() throws -> KeyItemID {
+        let item = KeyItemID(applicationId: applicationId, account: account, cacheId: try createSeeded(messages: 2, pending: 0))
+        try keyStore.store(try CacheKey.generate(), keyId: "other", for: item, label: "x")
+        return item
     }
 }

@@ -325,15 +325,18 @@ struct BinaryObject {
         }
     }
 
-    /// `key`'s value when it is an object, read in place; nil when absent or not an object.
-    func object(_ key: String) -> BinaryObject? {
-        guard let at = offset(of: key) else { return nil }
-        return BinaryObject(bytes: bytes, at: at, depth: depth + 1)
+    /// What `key` holds, for a field that should be an object.
+    enum Nested {
+        /// Absent, or null.
+        case absent
+        case object(BinaryObject)
+        /// Another kind of value.
+        case other
     }
 
-    /// Whether `key` is present with a value other than null.
-    func isPresent(_ key: String) -> Bool {
-        guard let at = offset(of: key) else { return false }
-        return bytes[at] != BinaryJSON.Tag.null.rawValue
+    /// `key`'s value when it is an object, read in place (one lookup).
+    func nested(_ key: String) -> Nested {
+        guard let at = offset(of: key), bytes[at] != BinaryJSON.Tag.null.rawValue else { return .absent }
+        return BinaryObject(bytes: bytes, at: at, depth: depth + 1).map { .object($0) } ?? .other
     }
 }

@@ -137,14 +137,6 @@ struct WireDecoder: Sendable {
             return value
         }
 
-        /// Whether `key` holds a value other than null.
-        func has(_ key: String) -> Bool {
-            switch storage {
-            case .json(let values): return values[key].map { !$0.isNull } ?? false
-            case .stored(let object): return object.isPresent(key)
-            }
-        }
-
         func string(_ key: String, max: Int) throws(WireError) -> String? {
             guard let value = present(key) else { return nil }
             guard case .string(let s) = value else { throw fail(key, .wrongType(expected: "a string")) }
@@ -216,9 +208,11 @@ struct WireDecoder: Sendable {
 
         func object(_ key: String, entity: String? = nil) throws(WireError) -> Fields? {
             if case .stored(let object) = storage {
-                guard object.isPresent(key) else { return nil }
-                guard let nested = object.object(key) else { throw fail(key, .wrongType(expected: "an object")) }
-                return Fields(stored: nested, entity: entity ?? self.entity, path: name(key), limits: limits)
+                switch object.nested(key) {
+                case .absent: return nil
+                case .object(let nested): return Fields(stored: nested, entity: entity ?? self.entity, path: name(key), limits: limits)
+                case .other: throw fail(key, .wrongType(expected: "an object"))
+                }
             }
             guard let value = present(key) else { return nil }
             return try Fields(value, entity: entity ?? self.entity, path: name(key), limits: limits, trusted: trusted)
