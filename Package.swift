@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "VaultKeys", targets: ["VaultKeys"]),
         .library(name: "ChatVaultTesting", targets: ["ChatVaultTesting"]),
         .library(name: "ChatVaultSimulator", targets: ["ChatVaultSimulator"]),
+        .library(name: "ChatVaultMatrix", targets: ["ChatVaultMatrix"]),
         .executable(name: "chatvault", targets: ["chatvault"]),
     ],
     targets: [
@@ -39,6 +40,8 @@ let package = Package(
         // An in-process chat server (truth for many users, a virtual network, faults, a clock), for
         // the library's tests and apps' own.
         .target(name: "ChatVaultSimulator", dependencies: ["ChatVault"], swiftSettings: strict),
+        // A real server: the Matrix client-server API over URLSession (tested against Synapse).
+        .target(name: "ChatVaultMatrix", dependencies: ["ChatVault"], swiftSettings: strict),
         // Test support shipped for apps' own tests too: a headless gnome-keyring, private buses,
         // a subprocess runner that daemons cannot hang.
         .target(name: "ChatVaultTesting", dependencies: ["VaultKeys"], swiftSettings: strict),
@@ -50,6 +53,7 @@ let package = Package(
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultKeys", "CSQLCipher", "ChatVaultTesting"], swiftSettings: strict),
         .testTarget(name: "ChatVaultTests", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),
         .testTarget(name: "ChatVaultSimulatorTests", dependencies: ["ChatVaultSimulator", "ChatVault"], swiftSettings: strict),
+        .testTarget(name: "ChatVaultMatrixTests", dependencies: ["ChatVaultMatrix", "ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "CCrypto"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["chatvault", "ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

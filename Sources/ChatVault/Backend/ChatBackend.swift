@@ -242,9 +242,19 @@ public protocol ChatBackend: Sendable {
     /// (across logout and login), iterated by one engine at a time; `.connected` and
     /// `.disconnected` mark each connection.
     var events: AsyncStream<RealtimeEvent> { get }
+
+    // Ids
+    /// The engine's id map for the user logging in, handed over at every login before the first
+    /// call of that session. A backend whose server names messages with strings (a Matrix event
+    /// id) turns each name into the `Int` id the models carry with `ids(for:)`, and an id back into
+    /// the name with `ref(for:)`, exactly and across restarts (the map is kept in the encrypted
+    /// cache). A backend with whole-number ids (the simulator) ignores it: the default does.
+    func attach(identities: any MessageIdentities)
 }
 
 extension ChatBackend {
+    public func attach(identities: any MessageIdentities) {}
+
     public func latestSyncPoint() async throws(BackendError) -> ChangeLogPage {
         var token: String?
         // Bounded: a backend that never reaches the end of its log is a fault, not a loop.

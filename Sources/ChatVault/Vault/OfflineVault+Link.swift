@@ -37,6 +37,7 @@ extension OfflineVault {
             s.connectionToken += 1
             return s.generation
         }
+        backend.attach(identities: CacheMessageIdentities(cache: { [weak self] in self?.openCache }))
         consumeEventsOnce()
         startLinkLoop(generation: generation, delayFirst: false)
     }

@@ -150,6 +150,18 @@ public enum Schema {
         // each other in the table (`MessageClusters`), so a page of messages reads a few database
         // pages, not one per message. No table changes shape; every existing row gets its key.
         Migration(version: 4, statements: [], work: { db in try MessageClusters.renumber(db) }),
+        // A server that names its messages with strings (a Matrix homeserver's event ids): the
+        // engine's whole-number id for each, allocated once and kept, so a backend can turn the id
+        // an app holds back into the server's own after a restart (`MessageIdentities`). Rows
+        // are small and outlive the messages they name: an id is never given to another message.
+        Migration(version: 5, statements: [
+            """
+            CREATE TABLE message_refs (
+                ref TEXT PRIMARY KEY,
+                id INTEGER NOT NULL UNIQUE
+            ) WITHOUT ROWID
+            """,
+        ]),
     ]
 
     /// The version this code writes.
@@ -170,6 +182,7 @@ public enum Schema {
         "blocked_users": ["uid", "position", "payload"],
         "conversation_opened": ["conversation_id", "opened_at"],
         "sync_state": ["id", "token", "last_sync_at", "last_attempt_at", "last_outcome", "last_error_code"],
+        "message_refs": ["ref", "id"],
     ]
 
     /// Why a schema cannot be used.

@@ -1,0 +1,136 @@
+public import ChatVault
+public import Foundation
+import Synchronization
+
+/// What a `MatrixBackend` may wait for and accept.
+public struct MatrixConfiguration: Sendable {
+    /// Seconds an ordinary request may take.
+    public var requestTimeout: TimeInterval = 30
+    /// How long the realtime `/sync` long-poll waits on the server for something new (ms).
+    public var pollTimeoutMs = 30_000
+    /// The largest JSON answer accepted (a larger one is a typed error, never parsed).
+    public var maxResponseBytes = 32 << 20
+    /// The largest media download accepted.
+    public var maxMediaBytes = 100 << 20
+    /// `/messages` pages read back to fill a room's gap (`limited: true`) during a catch-up.
+    public var gapFillPages = 20
+
+    public init() {}
+}
+
+/// `ChatBackend` over the Matrix client-server API (v3; v1 authenticated media), for a real
+/// homeserver such as Synapse. URLSession only, no other package.
+///
+///     let session = try await MatrixAccount.login(homeserver: url, user: "alice", password: secret,
+///                                                 deviceId: savedDeviceId)
+///     let backend = MatrixBackend(homeserver: url, session: session)
+///     let vault = try OfflineVault(config: config, settings: settings, backend: backend)
+///     await vault.login(userId: session.userId)
+///
+/// How CometChat's model maps onto Matrix is in the README ("The Matrix backend"). In short:
+/// a group is a room (`guid` = room id), a conversation with a user is the direct-message room
+/// named in `m.direct` (created on the first send), a message is an `m.room.message` event whose
+/// `Int` id the engine's `MessageIdentities` keeps for its event id, a send's `localMessageId` is
+/// the transaction id (the same send after a crash returns the same event), the catch-up sync and
+/// the realtime connection are `/sync`. Anything without a Matrix counterpart answers
+/// `.server(501, "ERR_MATRIX_UNSUPPORTED")`; events the engine cannot show (encrypted rooms'
+/// `m.room.encrypted`, state, unknown types) are skipped.
+public final class MatrixBackend: ChatBackend {
+    public let homeserver: URL
+    public let configuration: MatrixConfiguration
+    public let events: AsyncStream<RealtimeEvent>
+    let continuation: AsyncStream<RealtimeEvent>.Continuation
+    let http: MatrixHTTP
+    let state: Mutex<State>
+
+    struct State {
+        var session: MatrixSession
+        // Signed in from the start (the session was given); `logout()` stops calls until `login`.
+        var loggedIn = true
+        var identities: any MessageIdentities = MemoryMessageIdentities()
+        var rooms = MatrixRooms()
+        /// The realtime loop and the generation it belongs to.
+        var loop: Task<Void, Never>?
+        var connection = 0
+        var connected = false
+    }
+
+    public static let unsupportedCode = "ERR_MATRIX_UNSUPPORTED"
+
+    public init(homeserver: URL, session: MatrixSession, configuration: MatrixConfiguration = MatrixConfiguration()) {
+        self.homeserver = homeserver
+        self.configuration = configuration
+        http = MatrixHTTP(homeserver: homeserver, requestTimeout: configuration.requestTimeout,
+                          maxResponseBytes: configuration.maxResponseBytes)
+        (events, continuation) = AsyncStream.makeStream(of: RealtimeEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        state = Mutex(State(session: session))
+    }
+
+    deinit {
+        state.withLock { $0.loop?.cancel() }
+        continuation.finish()
+    }
+
+    /// The signed-in device (its access token too: keep it secret).
+    public var session: MatrixSession { state.withLock { $0.session } }
+
+    var me: String { state.withLock { $0.session.userId } }
+    var token: String { state.withLock { $0.session.accessToken } }
+    var identities: any MessageIdentities { state.withLock { $0.identities } }
+
+    func unsupported(_ what: String) -> BackendError {
+        .server(status: 501, code: Self.unsupportedCode, message: "\(what) has no Matrix counterpart in this backend")
+    }
+
+    func call(_ method: String, _ path: String, query: [(String, String)] = [], json: JSONValue? = nil,
+              timeout: TimeInterval? = nil) async throws(BackendError) -> MatrixHTTP.Answer {
+        guard state.withLock({ $0.loggedIn }) else {
+            throw .server(status: 401, code: "ERR_NOT_LOGGED_IN", message: "log in first")
+        }
+        return try await http.call(method, path, query: query, json: json, token: token, timeout: timeout)
+    }
+
+    // MARK: - Session
+
+    public func attach(identities: any MessageIdentities) {
+        state.withLock { $0.identities = identities }
+    }
+
+    public func login(userId: String) async throws(BackendError) -> BackendSession {
+        let session = self.session
+        guard userId == session.userId else {
+            throw .server(status: 401, code: "ERR_MATRIX_WRONG_USER", message: "this backend is signed in as another user")
+        }
+        let whoami = try await http.call("GET", "/_matrix/client/v3/account/whoami", token: session.accessToken)
+        guard whoami.json["user_id"]?.stringValue == session.userId else {
+            throw .server(status: 401, code: "ERR_MATRIX_WRONG_USER", message: "the access token belongs to another user")
+        }
+        state.withLock { $0.loggedIn = true }
+        try await loadDirectRooms()
+        var user: [String: JSONValue] = ["uid": .string(userId)]
+        if let name = try? await displayName(of: userId) { user["name"] = .string(name) }
+        let now = whoami.serverTime ?? Int64(Date().timeIntervalSince1970)
+        return BackendSession(user: .object(user), serverTime: now)
+    }
+
+    public func logout() async {
+        let loop = state.withLock { s -> Task<Void, Never>? in
+            s.loggedIn = false
+            s.connection += 1
+            defer { s.loop = nil }
+            return s.loop
+        }
+        loop?.cancel()
+        if state.withLock({ s -> Bool in defer { s.connected = false }; return s.connected }) {
+            continuation.yield(.disconnected)
+        }
+    }
+
+    func displayName(of uid: String) async throws(BackendError) -> String? {
+        if let known = state.withLock({ $0.rooms.names[uid] }) { return known }
+        let answer = try await call("GET", "/_matrix/client/v3/profile/\(MatrixHTTP.segment(uid))/displayname")
+        let name = answer.json["displayname"]?.stringValue
+        if let name { state.withLock { $0.rooms.names[uid] = name } }
+        return name
+    }
+}

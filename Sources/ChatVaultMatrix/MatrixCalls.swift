@@ -1,0 +1,195 @@
+public import ChatVault
+import Foundation
+
+/// Reads and writes of `ChatBackend` over Matrix rooms and events.
+extension MatrixBackend {
+    // MARK: - Messages
+
+    /// The room and event of an id the engine gave out; 404 for an id it never gave.
+    func event(of id: Int) throws(BackendError) -> (room: String, event: String) {
+        guard let ref = identities.ref(for: id), let parsed = MatrixIds.parse(ref: ref) else {
+            throw .server(status: 404, code: "ERR_NOT_FOUND", message: "no Matrix event is known for this message id")
+        }
+        return parsed
+    }
+
+    public func messages(_ query: MessageQuery) async throws(BackendError) -> WirePage {
+        guard query.limit >= 1 else { throw .server(status: 400, code: "ERR_INVALID_LIMIT", message: "limit must be at least 1") }
+        guard let scope = query.scope else { throw unsupported("a message list across conversations") }
+        guard let room = try await room(for: scope, create: false) else { return WirePage(items: [], nextCursor: nil) }
+        let limit = min(query.limit, 1000)
+        let backward = query.direction == .previous
+        var from: String?
+        if let anchor = query.cursor?.id ?? query.messageId {
+            let place = try event(of: anchor)
+            guard place.room == room else { return WirePage(items: [], nextCursor: nil) }
+            let context = try await call("GET", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(room))/context/\(MatrixHTTP.segment(place.event))",
+                                         query: [("limit", "0")])
+            from = (backward ? context.json["start"] : context.json["end"])?.stringValue
+            guard from != nil else { throw MatrixHTTP.bad("the context answer has no pagination token") }
+        }
+        var found: [JSONValue] = []
+        var more = true
+        for _ in 0..<20 where found.count < limit {
+            var q = [("dir", backward ? "b" : "f"), ("limit", String(min(max((limit - found.count) * 2, 10), 100)))]
+            if let from { q.append(("from", from)) }
+            let answer = try await call("GET", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(room))/messages", query: q)
+            let chunk = answer.json["chunk"]?.arrayValue ?? []
+            for change in try await interpret(chunk, room: room) {
+                guard case .message(let m, _) = change.change, found.count < limit else { continue }
+                if query.hideDeleted, m["deletedAt"] != nil { continue }
+                found.append(m)
+            }
+            guard let end = answer.json["end"]?.stringValue, !end.isEmpty, end != from, !chunk.isEmpty else { more = false; break }
+            from = end
+        }
+        if backward { found.reverse() }
+        return WirePage(items: found, nextCursor: more ? from : nil)
+    }
+
+    public func message(id: Int) async throws(BackendError) -> JSONValue {
+        let place = try event(of: id)
+        guard let message = try await fetchMessage(room: place.room, event: place.event) else {
+            throw .server(status: 404, code: "ERR_NOT_FOUND", message: "the event is not a message")
+        }
+        return message
+    }
+
+    public func send(_ message: JSONValue, localMessageId: String) async throws(BackendError) -> JSONValue {
+        guard !localMessageId.isEmpty, localMessageId.utf8.count <= 255 else {
+            throw .server(status: 400, code: "ERR_INVALID_MESSAGE", message: "a send needs a local message id")
+        }
+        guard let receiver = message["receiver"]?.stringValue,
+              let type = message["receiverType"]?.stringValue.flatMap(ReceiverType.init(rawValue:)) else {
+            throw .server(status: 400, code: "ERR_INVALID_MESSAGE", message: "a message needs receiver and receiverType")
+        }
+        let scope: MessageScope = type == .group ? .group(receiver) : .user(receiver)
+        guard let room = try await room(for: scope, create: true) else { throw MatrixHTTP.bad("no room for the conversation") }
+        var (eventType, content) = try Self.content(of: message)
+        if let parent = message["parentId"]?.intValue, parent > 0, parent <= WireLimits.maxWireNumber {
+            let root = try event(of: Int(parent))
+            guard root.room == room else { throw .server(status: 400, code: "ERR_INVALID_MESSAGE", message: "the thread's parent is in another conversation") }
+            if case .object(var c) = content {
+                c["m.relates_to"] = ["rel_type": "m.thread", "event_id": .string(root.event)]
+                content = .object(c)
+            }
+        }
+        let path = "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(room))/send/\(MatrixHTTP.segment(eventType))/\(MatrixHTTP.segment(localMessageId))"
+        let answer = try await call("PUT", path, json: content)
+        guard let eventId = answer.json["event_id"]?.stringValue, MatrixIds.isEventId(eventId) else {
+            throw MatrixHTTP.bad("the send answered no event id")
+        }
+        guard case .object(var sent)? = try await fetchMessage(room: room, event: eventId) else {
+            throw MatrixHTTP.bad("the sent event does not read back as a message")
+        }
+        sent["localMessageId"] = .string(localMessageId)
+        return .object(sent)
+    }
+
+    public func editMessage(id: Int, changes: JSONValue) async throws(BackendError) -> JSONValue {
+        let place = try event(of: id)
+        let original = try await fetchEvent(room: place.room, event: place.event)
+        guard original["sender"]?.stringValue == me else {
+            throw .server(status: 403, code: "ERR_NOT_THE_SENDER", message: "only the sender edits a message")
+        }
+        guard let oldContent = original["content"]?.objectValue else { throw MatrixHTTP.bad("the edited event has no content") }
+        var newContent = oldContent
+        newContent["m.relates_to"] = nil
+        if let text = changes["data"]?["text"]?.stringValue {
+            guard !text.isEmpty else { throw .server(status: 400, code: "ERR_EMPTY_MESSAGE", message: "an edit cannot empty a message") }
+            newContent["body"] = .string(text)
+        }
+        if let caption = changes["data"]?["caption"]?.stringValue { newContent["body"] = .string(caption) }
+        if let custom = changes["data"]?["customData"] { newContent["data"] = custom }
+        if let metadata = changes["data"]?["metadata"] ?? changes["metadata"] { newContent[Self.metadataKey] = metadata.isNull ? nil : metadata }
+        guard newContent != oldContent.filter({ $0.key != "m.relates_to" }) else {
+            throw .server(status: 400, code: "ERR_INVALID_MESSAGE", message: "nothing to change")
+        }
+        var edit = newContent
+        edit["body"] = .string("* " + (newContent["body"]?.stringValue ?? ""))
+        edit["m.new_content"] = .object(newContent)
+        edit["m.relates_to"] = ["rel_type": "m.replace", "event_id": .string(place.event)]
+        let eventType = original["type"]?.stringValue ?? "m.room.message"
+        let txn = "edit-" + UUID().uuidString
+        _ = try await call("PUT", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(place.room))/send/\(MatrixHTTP.segment(eventType))/\(txn)",
+                           json: .object(edit))
+        guard let message = try await fetchMessage(room: place.room, event: place.event) else {
+            throw MatrixHTTP.bad("the edited event does not read back as a message")
+        }
+        return message
+    }
+
+    public func deleteMessage(id: Int) async throws(BackendError) -> JSONValue {
+        let place = try event(of: id)
+        let txn = "redact-" + UUID().uuidString
+        _ = try await call("PUT", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(place.room))/redact/\(MatrixHTTP.segment(place.event))/\(txn)",
+                           json: .object([:]))
+        guard let message = try await fetchMessage(room: place.room, event: place.event) else {
+            throw MatrixHTTP.bad("the redacted event does not read back")
+        }
+        return message
+    }
+
+    // MARK: - Conversations
+
+    public func conversations(_ query: ConversationQuery) async throws(BackendError) -> WirePage {
+        let answer = try await call("GET", "/_matrix/client/v3/sync", query: [("timeout", "0"), ("filter", Self.syncFilter(timelineLimit: 20))])
+        if let events = answer.json["account_data"]?["events"]?.arrayValue { applyAccountData(events) }
+        var items: [(Int64, JSONValue)] = []
+        for (room, value) in (answer.json["rooms"]?["join"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) where MatrixIds.isRoomId(room) {
+            let events = value["timeline"]?["events"]?.arrayValue ?? []
+            var last: JSONValue?
+            for change in try await interpret(events, room: room) {
+                if case .message(let m, _) = change.change { last = m }
+            }
+            guard let last, let conversationId = last["conversationId"] else { continue }
+            let updatedAt = last["sentAt"]?.intValue ?? 0
+            let peer = state.withLock { $0.rooms.peerOf[room] }
+            var o: [String: JSONValue] = [
+                "conversationId": conversationId,
+                "conversationType": .string(peer == nil ? "group" : "user"),
+                "lastMessage": last,
+                "unreadMessageCount": .int(min(max(value["unread_notifications"]?["notification_count"]?.intValue ?? 0, 0), 1 << 31)),
+                "updatedAt": .int(updatedAt),
+            ]
+            if let peer {
+                var user: [String: JSONValue] = ["uid": .string(peer)]
+                if let name = state.withLock({ $0.rooms.names[peer] }) { user["name"] = .string(name) }
+                o["conversationWith"] = .object(user)
+            } else {
+                o["conversationWith"] = ["guid": .string(room), "type": "private", "hasJoined": true]
+            }
+            items.append((updatedAt, .object(o)))
+        }
+        let sorted = items.sorted { $0.0 > $1.0 }.map(\.1)
+        return WirePage(items: Array(sorted.prefix(max(query.limit, 1))), nextCursor: nil)
+    }
+
+    public func conversation(with id: String, type: ConversationType) async throws(BackendError) -> JSONValue {
+        let page = try await conversations(ConversationQuery())
+        let me = self.me
+        let wanted = type == .group ? "group_\(id)" : [me, id].sorted().joined(separator: "_user_")
+        guard let found = page.items.first(where: { $0["conversationId"]?.stringValue == wanted }) else {
+            throw .server(status: 404, code: "ERR_CONVERSATION_NOT_FOUND", message: "no such conversation")
+        }
+        return found
+    }
+
+    // MARK: - Not (yet) mapped
+
+    public func threads(_ query: ThreadQuery) async throws(BackendError) -> WirePage { throw unsupported("the thread list") }
+    public func users(_ query: UserQuery) async throws(BackendError) -> WirePage { throw unsupported("the user list") }
+    public func blockedUsers(_ query: BlockedUserQuery) async throws(BackendError) -> WirePage { throw unsupported("the blocked-user list") }
+    public func groups(_ query: GroupQuery) async throws(BackendError) -> WirePage { throw unsupported("the group list") }
+    public func groupMembers(_ query: GroupMemberQuery) async throws(BackendError) -> WirePage { throw unsupported("group members") }
+    public func bannedGroupMembers(_ query: GroupMemberQuery) async throws(BackendError) -> WirePage { throw unsupported("banned group members") }
+    public func reactions(_ query: ReactionQuery) async throws(BackendError) -> WirePage { throw unsupported("the reaction list") }
+    public func notificationFeed(_ query: FeedQuery) async throws(BackendError) -> WirePage { throw unsupported("the notification feed") }
+    public func addReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue { throw unsupported("reactions") }
+    public func removeReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue { throw unsupported("reactions") }
+    public func uploadMedia(path: String, name: String, mimeType: String) async throws(BackendError) -> JSONValue { throw unsupported("media upload") }
+    public func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { throw unsupported("blocking users") }
+    public func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { throw unsupported("unblocking users") }
+    public func downloadMedia(url: String) async throws(BackendError) -> MediaStream { throw unsupported("media download") }
+    public func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String { throw unsupported("media URL refresh") }
+}

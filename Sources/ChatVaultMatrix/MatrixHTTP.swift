@@ -1,0 +1,154 @@
+import ChatVault
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// HTTP to a homeserver's client-server API: JSON in, JSON out, every failure a `BackendError`.
+///
+/// - A refused or dropped connection is `.unreachable`, no answer in time `.timedOut`.
+/// - An error answer is `.server(status:code:message:)` with Matrix's `errcode` as the code
+///   (`M_UNKNOWN` when the body has none); 429 and 5xx are transient (`BackendError.isTransient`).
+/// - An answer larger than `maxResponseBytes`, or one that is not JSON, is
+///   `.server(502, "ERR_MATRIX_BAD_RESPONSE")`: nothing the server sends can crash the client.
+/// - The access token travels in the `Authorization` header only, never in a URL, a log or an error.
+final class MatrixHTTP: Sendable {
+    let homeserver: URL
+    let session: URLSession
+    let maxResponseBytes: Int
+    let requestTimeout: TimeInterval
+
+    static let badResponse = "ERR_MATRIX_BAD_RESPONSE"
+
+    init(homeserver: URL, requestTimeout: TimeInterval, maxResponseBytes: Int) {
+        self.homeserver = homeserver
+        self.requestTimeout = requestTimeout
+        self.maxResponseBytes = maxResponseBytes
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = requestTimeout
+        configuration.httpCookieStorage = nil
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        session = URLSession(configuration: configuration)
+    }
+
+    /// What an answer carried.
+    struct Answer: Sendable {
+        var status: Int
+        var json: JSONValue
+        /// The server's clock (the `Date` header), epoch seconds; nil when absent or unreadable.
+        var serverTime: Int64?
+    }
+
+    /// One path segment, percent-encoded (`!room:server` and `$event` hold reserved characters).
+    static func segment(_ s: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return s.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+    }
+
+    func url(_ path: String, query: [(String, String)] = []) throws(BackendError) -> URL {
+        guard var components = URLComponents(url: homeserver, resolvingAgainstBaseURL: false) else {
+            throw .server(status: 400, code: "ERR_MATRIX_BAD_HOMESERVER", message: "the homeserver URL is not usable")
+        }
+        let base = components.percentEncodedPath.hasSuffix("/") ? String(components.percentEncodedPath.dropLast()) : components.percentEncodedPath
+        components.percentEncodedPath = base + path
+        if !query.isEmpty { components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) } }
+        // `+` in a query value is a space to many servers: encode it.
+        components.percentEncodedQuery = components.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")
+        guard let url = components.url else {
+            throw .server(status: 400, code: "ERR_MATRIX_BAD_HOMESERVER", message: "the homeserver URL is not usable")
+        }
+        return url
+    }
+
+    /// Sends a request and answers its JSON; an error status throws.
+    func call(_ method: String, _ path: String, query: [(String, String)] = [], json body: JSONValue? = nil,
+              token: String?, timeout: TimeInterval? = nil) async throws(BackendError) -> Answer {
+        var request = URLRequest(url: try url(path, query: query))
+        request.httpMethod = method
+        request.timeoutInterval = timeout ?? requestTimeout
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = body.jsonData()
+        }
+        let (data, response) = try await perform(request)
+        return try answer(data, response)
+    }
+
+    /// Uploads raw bytes (media).
+    func upload(_ path: String, query: [(String, String)], body: Data, contentType: String, token: String?) async throws(BackendError) -> Answer {
+        var request = URLRequest(url: try url(path, query: query))
+        request.httpMethod = "POST"
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+        request.httpBody = body
+        let (data, response) = try await perform(request)
+        return try answer(data, response)
+    }
+
+    /// Downloads raw bytes (media), bounded by `limit`.
+    func download(_ path: String, token: String?, limit: Int) async throws(BackendError) -> (Data, String?) {
+        var request = URLRequest(url: try url(path))
+        request.httpMethod = "GET"
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        let (data, response) = try await perform(request)
+        guard let http = response as? HTTPURLResponse else { throw Self.bad("no HTTP answer") }
+        guard (200..<300).contains(http.statusCode) else { _ = try answer(data, response); throw Self.bad("unexpected status") }
+        guard data.count <= limit else { throw .server(status: 413, code: "ERR_MATRIX_TOO_LARGE", message: "the download is larger than allowed") }
+        return (data, http.value(forHTTPHeaderField: "Content-Type"))
+    }
+
+    private func perform(_ request: URLRequest) async throws(BackendError) -> (Data, URLResponse) {
+        do {
+            return try await session.data(for: request)
+        } catch let error as URLError {
+            switch error.code {
+            case .timedOut: throw .timedOut
+            case .cancelled: throw .timedOut
+            default: throw .unreachable
+            }
+        } catch {
+            throw .unreachable
+        }
+    }
+
+    private func answer(_ data: Data, _ response: URLResponse) throws(BackendError) -> Answer {
+        guard let http = response as? HTTPURLResponse else { throw Self.bad("no HTTP answer") }
+        guard data.count <= maxResponseBytes else { throw Self.bad("the answer is larger than allowed") }
+        let json: JSONValue
+        if data.isEmpty {
+            json = .object([:])
+        } else if let parsed = try? JSONValue(jsonData: data) {
+            json = parsed
+        } else if (200..<300).contains(http.statusCode) {
+            throw Self.bad("the answer is not JSON")
+        } else {
+            json = .object([:])
+        }
+        let time = (http.value(forHTTPHeaderField: "Date")).flatMap(Self.httpDate)
+        guard (200..<300).contains(http.statusCode) else {
+            let code = json["errcode"]?.stringValue.map { String($0.prefix(64)) } ?? "M_UNKNOWN"
+            let message = json["error"]?.stringValue.map { String($0.prefix(200)) } ?? "HTTP \(http.statusCode)"
+            throw .server(status: http.statusCode, code: code, message: message)
+        }
+        guard case .object = json else { throw Self.bad("the answer is not a JSON object") }
+        return Answer(status: http.statusCode, json: json, serverTime: time)
+    }
+
+    static func bad(_ why: String) -> BackendError {
+        .server(status: 502, code: badResponse, message: why)
+    }
+
+    private static func httpDate(_ text: String) -> Int64? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: text) else { return nil }
+        let seconds = date.timeIntervalSince1970
+        guard seconds.isFinite, seconds >= 0, seconds < Double(WireLimits.maxWireNumber) else { return nil }
+        return Int64(seconds)
+    }
+}

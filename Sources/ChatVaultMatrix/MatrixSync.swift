@@ -1,0 +1,294 @@
+public import ChatVault
+import Foundation
+
+/// What one `/sync` answer meant to the engine, oldest first.
+enum MatrixChange: Sendable {
+    case message(JSONValue, ownEcho: Bool)
+    case edited(JSONValue)
+    case deleted(id: Int, conversationId: String, message: JSONValue?)
+    case left(conversationId: String)
+}
+
+extension MatrixBackend {
+    /// The inline `/sync` filter: the rooms' timelines (at most `limit` events each), the user's
+    /// account data (`m.direct`), no presence.
+    static func syncFilter(timelineLimit: Int) -> String {
+        let filter: JSONValue = [
+            "room": ["timeline": ["limit": .int(Int64(timelineLimit))],
+                     "state": ["lazy_load_members": true],
+                     "ephemeral": ["types": []]],
+            "presence": ["types": []],
+            "account_data": ["types": ["m.direct"]],
+        ]
+        return String(decoding: filter.jsonData(), as: UTF8.self)
+    }
+
+    public func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage {
+        guard limit >= 1 else { throw .server(status: 400, code: "ERR_INVALID_LIMIT", message: "limit must be at least 1") }
+        var query = [("timeout", "0"), ("filter", Self.syncFilter(timelineLimit: min(limit, 1000)))]
+        if let token {
+            guard !token.isEmpty, token.utf8.count <= 4096, !token.utf8.contains(where: { $0 < 0x21 || $0 == 0x7f }) else {
+                throw .server(status: 400, code: BackendError.syncTokenInvalidCode, message: "not a Matrix sync token")
+            }
+            query.append(("since", token))
+        }
+        let answer: MatrixHTTP.Answer
+        do {
+            answer = try await call("GET", "/_matrix/client/v3/sync", query: query)
+        } catch .server(let status, let code, _) where token != nil && (status == 400 || status == 404) {
+            // A `since` the server does not know: start over (the engine drops the token).
+            throw .server(status: 400, code: BackendError.syncTokenInvalidCode, message: "the homeserver refused the sync token (\(code))")
+        }
+        guard let next = answer.json["next_batch"]?.stringValue, !next.isEmpty, next.utf8.count <= 4096 else {
+            throw MatrixHTTP.bad("the sync answer has no next_batch")
+        }
+        let found = try await process(sync: answer.json, fillGaps: token != nil)
+        var entries: [ChangeLogEntry] = []
+        for change in found {
+            switch change {
+            case .message(let m, _), .edited(let m): entries.append(.messageUpserted(m))
+            case .deleted(let id, let conversationId, _): entries.append(.messageDeleted(id: id, conversationId: conversationId))
+            case .left(let conversationId): entries.append(.conversationRemoved(conversationId: conversationId))
+            }
+        }
+        let now = answer.serverTime ?? Int64(Date().timeIntervalSince1970)
+        return ChangeLogPage(changes: entries, nextToken: next, serverTime: now, hasMore: false)
+    }
+
+    public func latestSyncPoint() async throws(BackendError) -> ChangeLogPage {
+        let filter: JSONValue = ["room": ["rooms": []], "presence": ["types": []], "account_data": ["types": ["m.direct"]]]
+        let answer = try await call("GET", "/_matrix/client/v3/sync", query: [
+            ("timeout", "0"), ("filter", String(decoding: filter.jsonData(), as: UTF8.self)),
+        ])
+        guard let next = answer.json["next_batch"]?.stringValue, !next.isEmpty, next.utf8.count <= 4096 else {
+            throw MatrixHTTP.bad("the sync answer has no next_batch")
+        }
+        if let events = answer.json["account_data"]?["events"]?.arrayValue { applyAccountData(events) }
+        return ChangeLogPage(changes: [], nextToken: next, serverTime: answer.serverTime ?? Int64(Date().timeIntervalSince1970), hasMore: false)
+    }
+
+    func applyAccountData(_ events: [JSONValue]) {
+        for event in events where event["type"]?.stringValue == "m.direct" {
+            if let content = event["content"] { state.withLock { $0.rooms.setDirect(content) } }
+        }
+    }
+
+    /// Turns a `/sync` answer into changes, oldest first across rooms. With `fillGaps`, a room
+    /// whose timeline was cut (`limited`) is read back with `/messages` until a known event (or
+    /// `gapFillPages` pages).
+    func process(sync json: JSONValue, fillGaps: Bool) async throws(BackendError) -> [MatrixChange] {
+        if let events = json["account_data"]?["events"]?.arrayValue { applyAccountData(events) }
+        if let invites = json["rooms"]?["invite"]?.objectValue {
+            for (room, value) in invites.sorted(by: { $0.key < $1.key }) {
+                await acceptDirectInvite(room: room, inviteState: value["invite_state"]?["events"]?.arrayValue ?? [])
+            }
+        }
+        var timeline: [(room: String, events: [JSONValue])] = []
+        if let joined = json["rooms"]?["join"]?.objectValue {
+            for (room, value) in joined.sorted(by: { $0.key < $1.key }) where MatrixIds.isRoomId(room) {
+                var events = value["timeline"]?["events"]?.arrayValue ?? []
+                if fillGaps, value["timeline"]?["limited"]?.boolValue == true, let prev = value["timeline"]?["prev_batch"]?.stringValue {
+                    events = try await backfill(room: room, from: prev) + events
+                }
+                timeline.append((room, events))
+            }
+        }
+        var changes: [(ts: Int64, order: Int, change: MatrixChange)] = []
+        var order = 0
+        for (room, events) in timeline {
+            for change in try await interpret(events, room: room) {
+                changes.append((change.ts, order, change.change))
+                order += 1
+            }
+        }
+        if let left = json["rooms"]?["leave"]?.objectValue {
+            let me = self.me
+            for room in left.keys.sorted() where MatrixIds.isRoomId(room) {
+                let place = state.withLock { $0.rooms.place(room: room, sender: me, me: me) }
+                changes.append((Int64.max, order, .left(conversationId: place.conversationId)))
+                order += 1
+            }
+        }
+        return changes.sorted { ($0.ts, $0.order) < ($1.ts, $1.order) }.map(\.change)
+    }
+
+    /// Events before `from` in `room`, oldest first, back to the first one the cache knows.
+    func backfill(room: String, from token: String) async throws(BackendError) -> [JSONValue] {
+        var pages: [[JSONValue]] = []
+        var from = token
+        let ids = identities
+        for _ in 0..<configuration.gapFillPages {
+            let answer = try await call("GET", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(room))/messages",
+                                        query: [("dir", "b"), ("from", from), ("limit", "100")])
+            let chunk = answer.json["chunk"]?.arrayValue ?? []
+            var page: [JSONValue] = []
+            var reachedKnown = false
+            for event in chunk {
+                if let id = event["event_id"]?.stringValue, ids.existingId(for: MatrixIds.ref(room: room, event: id)) != nil {
+                    reachedKnown = true
+                    break
+                }
+                page.append(event)
+            }
+            pages.append(page.reversed())
+            guard !reachedKnown, let end = answer.json["end"]?.stringValue, !end.isEmpty, end != from, !chunk.isEmpty else { break }
+            from = end
+        }
+        return pages.reversed().flatMap { $0 }
+    }
+
+    /// One room's timeline events as changes (with each one's time).
+    func interpret(_ events: [JSONValue], room: String) async throws(BackendError) -> [(ts: Int64, change: MatrixChange)] {
+        let ids: [String: Int]
+        do {
+            ids = try identities.ids(for: Self.refs(of: events, room: room))
+        } catch {
+            throw .server(status: 503, code: "ERR_MATRIX_IDS", message: "\(error)")
+        }
+        let me = self.me
+        var out: [(Int64, MatrixChange)] = []
+        for event in events {
+            let ts = Self.time(event["origin_server_ts"])
+            let content = event["content"]
+            switch event["type"]?.stringValue {
+            case "m.room.message", Self.customEventType:
+                if content?["m.relates_to"]?["rel_type"]?.stringValue == "m.replace" {
+                    if let edited = try await editedMessage(event, room: room) { out.append((ts, .edited(edited))) }
+                } else if let message = renderMessage(event, room: room, ids: ids) {
+                    let own = event["sender"]?.stringValue == me && event["unsigned"]?["transaction_id"]?.stringValue != nil
+                    out.append((ts, .message(message, ownEcho: own)))
+                }
+            case "m.room.redaction":
+                guard let target = (event["redacts"] ?? content?["redacts"])?.stringValue, MatrixIds.isEventId(target),
+                      let id = ids[MatrixIds.ref(room: room, event: target)],
+                      let sender = event["sender"]?.stringValue else { continue }
+                let place = state.withLock { $0.rooms.place(room: room, sender: sender, me: me) }
+                let message = try? await fetchMessage(room: room, event: target)
+                out.append((ts, .deleted(id: id, conversationId: place.conversationId, message: message)))
+            case "m.room.member":
+                let membership = content?["membership"]?.stringValue
+                if event["state_key"]?.stringValue == me, membership == "leave" || membership == "ban" {
+                    let place = state.withLock { $0.rooms.place(room: room, sender: me, me: me) }
+                    out.append((ts, .left(conversationId: place.conversationId)))
+                }
+            default:
+                continue
+            }
+        }
+        return out
+    }
+
+    /// The message an `m.replace` event edits, as it now reads.
+    func editedMessage(_ edit: JSONValue, room: String) async throws(BackendError) -> JSONValue? {
+        guard let target = edit["content"]?["m.relates_to"]?["event_id"]?.stringValue, MatrixIds.isEventId(target),
+              let newContent = edit["content"]?["m.new_content"]?.objectValue,
+              let editor = edit["sender"]?.stringValue else { return nil }
+        guard let original = try? await fetchEvent(room: room, event: target),
+              original["sender"]?.stringValue == editor,
+              case .object(var message)? = try render(original, room: room) else { return nil }
+        if let data = Self.messageData(newContent)?.data {
+            message["data"] = data
+        } else if original["type"]?.stringValue == Self.customEventType, let custom = newContent["data"] {
+            message["data"] = ["customData": custom]
+        }
+        let ts = Self.time(edit["origin_server_ts"]) / 1000
+        message["editedAt"] = .int(ts)
+        message["editedBy"] = .string(editor)
+        message["updatedAt"] = .int(ts)
+        return .object(message)
+    }
+
+    func fetchEvent(room: String, event: String) async throws(BackendError) -> JSONValue {
+        try await call("GET", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(room))/event/\(MatrixHTTP.segment(event))").json
+    }
+
+    /// One event of `room`, rendered (with its latest edit applied); nil when it is not a message.
+    func fetchMessage(room: String, event: String) async throws(BackendError) -> JSONValue? {
+        let json = try await fetchEvent(room: room, event: event)
+        guard case .object(var message)? = try render(json, room: room) else { return nil }
+        if let replace = json["unsigned"]?["m.relations"]?["m.replace"], replace["event_id"] != nil,
+           let edited = try? await editedMessage(replace, room: room) {
+            return edited
+        }
+        message["conversationId"] = message["conversationId"]
+        return .object(message)
+    }
+
+    /// One event rendered with ids allocated for it.
+    func render(_ event: JSONValue, room: String) throws(BackendError) -> JSONValue? {
+        do {
+            let ids = try identities.ids(for: Self.refs(of: [event], room: room))
+            return renderMessage(event, room: room, ids: ids)
+        } catch {
+            throw .server(status: 503, code: "ERR_MATRIX_IDS", message: "\(error)")
+        }
+    }
+
+    // MARK: - Realtime
+
+    public func connect() async throws(BackendError) {
+        if state.withLock({ $0.connected }) { return }
+        let start = try await latestSyncPoint().nextToken
+        let generation = state.withLock { s -> Int in
+            s.connection += 1
+            s.connected = true
+            return s.connection
+        }
+        continuation.yield(.connected)
+        let task = Task { [weak self] in
+            guard let self else { return }
+            await self.poll(from: start, generation: generation)
+        }
+        state.withLock { s in
+            if s.connection == generation { s.loop = task } else { task.cancel() }
+        }
+    }
+
+    public func disconnect() async {
+        let (loop, was) = state.withLock { s -> (Task<Void, Never>?, Bool) in
+            s.connection += 1
+            defer { s.loop = nil; s.connected = false }
+            return (s.loop, s.connected)
+        }
+        loop?.cancel()
+        if was { continuation.yield(.disconnected) }
+    }
+
+    /// The long-poll loop of one connection: ends (and reports `.disconnected`) on the first
+    /// failure; the engine reconnects with its backoff.
+    private func poll(from token: String, generation: Int) async {
+        var since = token
+        let wait = configuration.pollTimeoutMs
+        while !Task.isCancelled {
+            do {
+                let answer = try await call("GET", "/_matrix/client/v3/sync", query: [
+                    ("since", since), ("timeout", String(wait)), ("filter", Self.syncFilter(timelineLimit: 100)),
+                ], timeout: TimeInterval(wait) / 1000 + configuration.requestTimeout)
+                guard state.withLock({ $0.connection == generation }) else { return }
+                guard let next = answer.json["next_batch"]?.stringValue, !next.isEmpty, next.utf8.count <= 4096 else {
+                    throw MatrixHTTP.bad("the sync answer has no next_batch")
+                }
+                for change in try await process(sync: answer.json, fillGaps: false) {
+                    guard state.withLock({ $0.connection == generation }) else { return }
+                    switch change {
+                    case .message(let m, let ownEcho): if !ownEcho { continuation.yield(.messageReceived(m)) }
+                    case .edited(let m): continuation.yield(.messageEdited(m))
+                    case .deleted(_, _, let m?): continuation.yield(.messageDeleted(m))
+                    case .deleted, .left: continue
+                    }
+                }
+                since = next
+            } catch {
+                let drop = state.withLock { s -> Bool in
+                    guard s.connection == generation else { return false }
+                    s.connection += 1
+                    s.connected = false
+                    s.loop = nil
+                    return true
+                }
+                if drop { continuation.yield(.disconnected) }
+                return
+            }
+        }
+    }
+}

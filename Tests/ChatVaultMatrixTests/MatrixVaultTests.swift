@@ -1,0 +1,172 @@
+import ChatVault
+import ChatVaultMatrix
+import ChatVaultTesting
+import Foundation
+import Synchronization
+import VaultKeys
+import VaultStore
+import XCTest
+
+/// The offline engine over the Matrix backend and a real Synapse: the catch-up sync into the
+/// encrypted cache (`source == .sync`), sends through the outbox into direct-message rooms, the
+/// realtime path to the message listeners, two-phase pages, and message ids that survive a
+/// restart (kept in the cache's `message_refs`).
+final class MatrixVaultTests: XCTestCase {
+    /// One user's engine over Matrix on an encrypted cache; `restart()` is an app relaunch (a new
+    /// backend and engine on the same cache, key and device).
+    final class Harness: @unchecked Sendable {
+        let root = TemporaryDirectory()
+        let keyStore = MemoryKeyStore()
+        let callbacks = DispatchQueue(label: "tests.matrix.callbacks")
+        let session: MatrixSession
+        private(set) var backend: MatrixBackend
+        private(set) var vault: OfflineVault
+
+        init(session: MatrixSession) throws {
+            self.session = session
+            backend = MatrixBackend(homeserver: try TestHomeserver.url(), session: session)
+            vault = try Self.makeVault(backend, root: root.path, keyStore: keyStore, callbacks: callbacks)
+        }
+
+        static func makeVault(_ backend: MatrixBackend, root: String, keyStore: MemoryKeyStore, callbacks: DispatchQueue) throws -> OfflineVault {
+            let config = OfflineConfig.Builder().setEnabled(true).setEncryption(true).build()
+            var settings = VaultSettings(applicationId: "org.chatvault.matrixtests", rootDirectory: root,
+                                         keyStorage: [.custom(keyStore)], callbackExecutor: .queue(callbacks), retry: .manualOnly)
+            settings.stableConnectionDelay = .milliseconds(20)
+            settings.reconnect = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200))
+            settings.evictionDelay = .seconds(3600)
+            return try OfflineVault(config: config, settings: settings, backend: backend)
+        }
+
+        func login(file: StaticString = #filePath, line: UInt = #line) async {
+            let attempt = await vault.login(userId: session.userId)
+            XCTAssertEqual(attempt.state, .ready, file: file, line: line)
+        }
+
+        func restart() async throws {
+            await vault.logout()
+            backend = MatrixBackend(homeserver: try TestHomeserver.url(), session: session)
+            vault = try Self.makeVault(backend, root: root.path, keyStore: keyStore, callbacks: callbacks)
+            await login()
+        }
+
+        /// Waits until `condition` holds (polling), failing the test after `seconds`.
+        func wait(_ what: String, seconds: Double = 20, file: StaticString = #filePath, line: UInt = #line,
+                  _ condition: () async throws -> Bool) async throws {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                if try await condition() { return }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            XCTFail("timed out waiting for \(what)", file: file, line: line)
+            throw CancellationError()
+        }
+
+        /// Cached messages of a group room, oldest first: (id, text, source).
+        func cached(group room: String) async throws -> [(id: Int, text: String, source: MessageSource)] {
+            let request = MessagesRequest.MessageRequestBuilder(vault: vault).set(guid: room).set(limit: 50).build()
+            let result = await request.fetchPrevious()
+            return (result.cached ?? []).compactMap { m in
+                guard let t = m as? TextMessage else { return nil }
+                return (t.id, t.text, t.source)
+            }
+        }
+    }
+
+    func groupRoom(for alice: MatrixSession) async throws -> (bob: RawMatrixClient, room: String) {
+        let (bobSession, _) = try await TestHomeserver.session("bob")
+        let bob = RawMatrixClient(session: bobSession)
+        let room = try await bob.createRoom(name: "Team", invite: [alice.userId])
+        try await RawMatrixClient(session: alice).join(room)
+        return (bob, room)
+    }
+
+    func testMessagesSentWhileAwayAreCaughtUpIntoTheCacheAndKeepTheirIdsAcrossARestart() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        let (bob, room) = try await groupRoom(for: session)
+        let h = try Harness(session: session)
+        addTeardownBlock { await h.vault.logout() }
+        await h.login()
+        // The first sweep sets the sync point at the server's present.
+        try await h.wait("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
+        await h.vault.waitForSyncIdle()
+        await h.vault.logout()
+
+        try await bob.sendText("while away 1", room: room)
+        try await bob.sendText("while away 2", room: room)
+
+        try await h.restart()
+        let report = try await h.vault.syncNow()
+        XCTAssertEqual(report.outcome, .caughtUp)
+        XCTAssertEqual(report.newMessageCount, 2)
+        await h.vault.waitForSyncIdle()
+        let cached = try await h.cached(group: room)
+        XCTAssertEqual(cached.map(\.text), ["while away 1", "while away 2"])
+        XCTAssertTrue(cached.allSatisfy { $0.source == .sync }, "caught up by the sync: \(cached.map(\.source))")
+
+        // After a restart the same events keep the same ids, and an id still finds its event.
+        let ids = cached.map(\.id)
+        guard ids.count == 2 else { return XCTFail("two messages expected") }
+        try await h.restart()
+        let again = try await h.cached(group: room)
+        XCTAssertEqual(again.map(\.id), ids)
+        let fetched = try await h.backend.message(id: ids[0])
+        XCTAssertEqual(fetched["data"]?["text"]?.stringValue, "while away 1")
+        let refs = try XCTUnwrap(h.vault.openCache).reader.sync { db in try db.scalarInt("SELECT count(*) FROM message_refs") }
+        XCTAssertEqual(refs, 2, "each event's id is recorded in the encrypted cache")
+    }
+
+    func testASendFromTheEngineReachesTheOtherUserOnceInANewDirectRoom() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        let (bobSession, _) = try await TestHomeserver.session("bob")
+        let h = try Harness(session: session)
+        addTeardownBlock { await h.vault.logout() }
+        await h.login()
+        let sent = Mutex<TextMessage?>(nil)
+        let failed = Mutex<CometChatException?>(nil)
+        h.vault.sendTextMessage(message: TextMessage(receiverUid: bobSession.userId, text: "hi bob", receiverType: .user),
+                                onMessagePending: { _ in }, onMessageSent: { m in sent.withLock { $0 = m } },
+                                onError: { e in failed.withLock { $0 = e } })
+        try await h.wait("the send") { sent.withLock { $0 != nil } || failed.withLock { $0 != nil } }
+        XCTAssertNil(failed.withLock { $0 }, "\(String(describing: failed.withLock { $0 }))")
+        let message = try XCTUnwrap(sent.withLock { $0 })
+        XCTAssertGreaterThan(message.id, 0)
+        XCTAssertEqual(message.conversationId, [session.userId, bobSession.userId].sorted().joined(separator: "_user_"))
+
+        // Bob is invited to a direct room holding the message once.
+        let bob = RawMatrixClient(session: bobSession)
+        let sync = try await bob.call("GET", "_matrix/client/v3/sync", query: [("timeout", "0")])
+        let invites = try XCTUnwrap(sync["rooms"]?["invite"]?.objectValue)
+        XCTAssertEqual(invites.count, 1)
+        let room = try XCTUnwrap(invites.keys.first)
+        try await bob.join(room)
+        let history = try await bob.call("GET", "_matrix/client/v3/rooms/\(room)/messages", query: [("dir", "b"), ("limit", "50")])
+        let texts = (history["chunk"]?.arrayValue ?? []).compactMap { $0["type"]?.stringValue == "m.room.message" ? $0["content"]?["body"]?.stringValue : nil }
+        XCTAssertEqual(texts, ["hi bob"])
+    }
+
+    func testRealtimeMessagesReachTheListenersAndTheCache() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        let (bob, room) = try await groupRoom(for: session)
+        let h = try Harness(session: session)
+        addTeardownBlock { await h.vault.logout() }
+        let heard = Mutex<[BaseMessage]>([])
+        let stream = h.vault.messageEvents()
+        let listening = Task {
+            for await event in stream {
+                if case .received(let m) = event { heard.withLock { $0.append(m) } }
+            }
+        }
+        defer { listening.cancel() }
+        await h.login()
+        try await h.wait("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
+        await h.vault.waitForSyncIdle()
+        try await Task.sleep(for: .milliseconds(300)) // the long-poll is waiting on the server
+        try await bob.sendText("live one", room: room)
+        try await h.wait("the realtime message") { heard.withLock { !$0.isEmpty } }
+        let m = try XCTUnwrap(heard.withLock { $0.first } as? TextMessage)
+        XCTAssertEqual(m.text, "live one")
+        XCTAssertEqual(m.source, .realtime)
+        try await h.wait("the cached copy") { try await h.cached(group: room).map(\.text) == ["live one"] }
+    }
+}
