@@ -19,12 +19,14 @@ final class MatrixVaultTests: XCTestCase {
         let keyStore = MemoryKeyStore()
         let callbacks = DispatchQueue(label: "tests.matrix.callbacks")
         let session: MatrixSession
+        let homeserver: URL
         private(set) var backend: MatrixBackend
         private(set) var vault: OfflineVault
 
-        init(session: MatrixSession) throws {
+        init(session: MatrixSession, homeserver: URL? = nil) throws {
             self.session = session
-            backend = MatrixBackend(homeserver: try TestHomeserver.url(), session: session)
+            self.homeserver = try homeserver ?? TestHomeserver.url()
+            backend = MatrixBackend(homeserver: self.homeserver, session: session)
             vault = try Self.makeVault(backend, root: root.path, keyStore: keyStore, callbacks: callbacks)
         }
 
@@ -45,7 +47,7 @@ final class MatrixVaultTests: XCTestCase {
 
         func restart() async throws {
             await vault.logout()
-            backend = MatrixBackend(homeserver: try TestHomeserver.url(), session: session)
+            backend = MatrixBackend(homeserver: homeserver, session: session)
             vault = try Self.makeVault(backend, root: root.path, keyStore: keyStore, callbacks: callbacks)
             await login()
         }
@@ -168,5 +170,54 @@ final class MatrixVaultTests: XCTestCase {
         XCTAssertEqual(m.text, "live one")
         XCTAssertEqual(m.source, .realtime)
         try await h.wait("the cached copy") { try await h.cached(group: room).map(\.text) == ["live one"] }
+    }
+
+    func testTheServerStoppedAndRestartedMidSessionLosesNothingAndSendsOnce() async throws {
+        let server = try PrivateHomeserver()
+        addTeardownBlock { server.stop() }
+        try await server.start()
+        let (session, _) = try await TestHomeserver.session("alice", on: server)
+        let (bobSession, _) = try await TestHomeserver.session("bob", on: server)
+        let bob = RawMatrixClient(session: bobSession, server: server.url)
+        let room = try await bob.createRoom(name: "Team", invite: [session.userId])
+        try await RawMatrixClient(session: session, server: server.url).join(room)
+        let h = try Harness(session: session, homeserver: server.url)
+        addTeardownBlock { await h.vault.logout() }
+        await h.login()
+        try await h.wait("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
+        await h.vault.waitForSyncIdle()
+
+        server.stop()
+        let pending = Mutex(false)
+        let sent = Mutex<TextMessage?>(nil)
+        let failed = Mutex<CometChatException?>(nil)
+        h.vault.sendTextMessage(message: TextMessage(receiverUid: room, text: "sent while down", receiverType: .group),
+                                onMessagePending: { _ in pending.withLock { $0 = true } },
+                                onMessageSent: { m in sent.withLock { $0 = m } },
+                                onError: { e in failed.withLock { $0 = e } })
+        try await h.wait("pending") { pending.withLock { $0 } }
+        try await Task.sleep(for: .seconds(1))
+        XCTAssertNil(sent.withLock { $0 }, "nothing can be sent while the server is down")
+        let queued = try await h.vault.pendingMessages()
+        XCTAssertEqual(queued.count, 1, "the message waits in the outbox")
+        let cachedWhileDown = try await h.cached(group: room)
+        XCTAssertEqual(cachedWhileDown.count, 0, "only sent messages are in the conversation's cache")
+
+        try await server.start()
+        try await h.wait("the send after the restart", seconds: 60) { sent.withLock { $0 != nil } }
+        XCTAssertGreaterThan(try XCTUnwrap(sent.withLock { $0 }).id, 0)
+        let afterSend = try await h.vault.pendingMessages()
+        XCTAssertTrue(afterSend.isEmpty)
+        let history = try await bob.call("GET", "_matrix/client/v3/rooms/\(room)/messages", query: [("dir", "b"), ("limit", "50")])
+        let texts = (history["chunk"]?.arrayValue ?? []).compactMap { $0["type"]?.stringValue == "m.room.message" ? $0["content"]?["body"]?.stringValue : nil }
+        XCTAssertEqual(texts, ["sent while down"], "sent exactly once")
+
+        // The connection came back too: what bob sends now reaches the cache.
+        try await bob.sendText("after the restart", room: room)
+        try await h.wait("bob's message after the restart", seconds: 30) {
+            try await h.cached(group: room).map(\.text).contains("after the restart")
+        }
+        XCTAssertEqual(failed.withLock { $0 }?.errorCode, CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE,
+                       "the only error is the seeds' \"queued, sent on reconnect\"")
     }
 }

@@ -28,16 +28,18 @@ enum TestHomeserver {
         return secret
     }
 
-    /// A new user with a fresh name (`<prefix><random>`) and a random password.
-    static func register(_ prefix: String) async throws -> (user: String, password: String) {
+    /// A new user with a fresh name (`<prefix><random>`) and a random password, on the shared
+    /// server or on `server`.
+    static func register(_ prefix: String, on server: PrivateHomeserver? = nil) async throws -> (user: String, password: String) {
         let name = prefix.lowercased() + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
         let password = UUID().uuidString
-        let base = try url()
+        let base = try server?.url ?? url()
+        let sharedSecret = try server?.secret ?? secret()
         let endpoint = base.appendingPathComponent("_synapse/admin/v1/register")
         let (nonceData, _) = try await URLSession.shared.data(from: endpoint)
         guard let nonce = try JSONValue(jsonData: nonceData)["nonce"]?.stringValue else { throw Missing() }
         let message = Array("\(nonce)\u{0}\(name)\u{0}\(password)\u{0}notadmin".utf8)
-        let key = Array(try secret().utf8)
+        let key = Array(sharedSecret.utf8)
         var mac = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         _ = HMAC(EVP_sha1(), key, Int32(key.count), message, message.count, &mac, &length)
@@ -57,9 +59,9 @@ enum TestHomeserver {
     }
 
     /// A user registered and logged in.
-    static func session(_ prefix: String, deviceId: String? = nil) async throws -> (session: MatrixSession, password: String) {
-        let (user, password) = try await register(prefix)
-        let session = try await MatrixAccount.login(homeserver: try url(), user: user, password: password, deviceId: deviceId)
+    static func session(_ prefix: String, deviceId: String? = nil, on server: PrivateHomeserver? = nil) async throws -> (session: MatrixSession, password: String) {
+        let (user, password) = try await register(prefix, on: server)
+        let session = try await MatrixAccount.login(homeserver: try server?.url ?? url(), user: user, password: password, deviceId: deviceId)
         return (session, password)
     }
 }
@@ -68,9 +70,15 @@ enum TestHomeserver {
 /// does), independent of the backend under test.
 struct RawMatrixClient {
     let session: MatrixSession
+    var server: URL?
+
+    init(session: MatrixSession, server: URL? = nil) {
+        self.session = session
+        self.server = server
+    }
 
     func call(_ method: String, _ path: String, _ body: JSONValue? = nil, query: [(String, String)] = []) async throws -> JSONValue {
-        var components = try XCTUnwrap(URLComponents(url: try TestHomeserver.url().appendingPathComponent(path), resolvingAgainstBaseURL: false))
+        var components = try XCTUnwrap(URLComponents(url: try (server ?? TestHomeserver.url()).appendingPathComponent(path), resolvingAgainstBaseURL: false))
         if !query.isEmpty { components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) } }
         var request = URLRequest(url: try XCTUnwrap(components.url))
         request.httpMethod = method
