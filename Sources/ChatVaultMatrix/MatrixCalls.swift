@@ -187,9 +187,6 @@ extension MatrixBackend {
     public func notificationFeed(_ query: FeedQuery) async throws(BackendError) -> WirePage { throw unsupported("the notification feed") }
     public func addReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue { throw unsupported("reactions") }
     public func removeReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue { throw unsupported("reactions") }
-    public func uploadMedia(path: String, name: String, mimeType: String) async throws(BackendError) -> JSONValue { throw unsupported("media upload") }
     public func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { throw unsupported("blocking users") }
     public func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { throw unsupported("unblocking users") }
-    public func downloadMedia(url: String) async throws(BackendError) -> MediaStream { throw unsupported("media download") }
-    public func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String { throw unsupported("media URL refresh") }
 }

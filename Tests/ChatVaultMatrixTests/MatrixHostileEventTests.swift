@@ -94,3 +94,15 @@ final class MatrixHostileEventTests: XCTestCase {
         XCTAssertFalse("\(backend.session)".contains("syt_"))
     }
 }
+
+/// Matrix content URIs as the media cache keys them.
+final class MatrixMediaURLTests: XCTestCase {
+    func testContentURIsParseAndOnlyWellFormedOnes() {
+        XCTAssertEqual(MatrixMedia.parse("mxc://localhost/AbC123")?.server, "localhost")
+        XCTAssertEqual(MatrixMedia.parse("mxc://localhost/AbC123")?.id, "AbC123")
+        for bad in ["", "mxc://", "mxc://server", "mxc:///id", "mxc://server/", "mxc://server/a/b", "https://server/id",
+                    "mxc://server/id with space", "mxc://server/" + String(repeating: "x", count: 2000)] {
+            XCTAssertNil(MatrixMedia.parse(bad), bad)
+        }
+    }
+}

@@ -6,6 +6,9 @@ import Synchronization
 import VaultKeys
 import VaultStore
 import XCTest
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// The offline engine over the Matrix backend and a real Synapse: the catch-up sync into the
 /// encrypted cache (`source == .sync`), sends through the outbox into direct-message rooms, the
@@ -16,6 +19,7 @@ final class MatrixVaultTests: XCTestCase {
     /// backend and engine on the same cache, key and device).
     final class Harness: @unchecked Sendable {
         let root = TemporaryDirectory()
+        let runtime = TemporaryDirectory()
         let keyStore = MemoryKeyStore()
         let callbacks = DispatchQueue(label: "tests.matrix.callbacks")
         let session: MatrixSession
@@ -27,16 +31,19 @@ final class MatrixVaultTests: XCTestCase {
             self.session = session
             self.homeserver = try homeserver ?? TestHomeserver.url()
             backend = MatrixBackend(homeserver: self.homeserver, session: session)
-            vault = try Self.makeVault(backend, root: root.path, keyStore: keyStore, callbacks: callbacks)
+            vault = try Self.makeVault(backend, root: root.path, runtime: runtime.path, keyStore: keyStore, callbacks: callbacks)
         }
 
-        static func makeVault(_ backend: MatrixBackend, root: String, keyStore: MemoryKeyStore, callbacks: DispatchQueue) throws -> OfflineVault {
+        static func makeVault(_ backend: MatrixBackend, root: String, runtime: String, keyStore: MemoryKeyStore,
+                              callbacks: DispatchQueue) throws -> OfflineVault {
             let config = OfflineConfig.Builder().setEnabled(true).setEncryption(true).build()
             var settings = VaultSettings(applicationId: "org.chatvault.matrixtests", rootDirectory: root,
                                          keyStorage: [.custom(keyStore)], callbackExecutor: .queue(callbacks), retry: .manualOnly)
             settings.stableConnectionDelay = .milliseconds(20)
             settings.reconnect = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200))
             settings.evictionDelay = .seconds(3600)
+            settings.sync.forceCooldown = .zero
+            settings.media.runtimeDirectory = runtime
             return try OfflineVault(config: config, settings: settings, backend: backend)
         }
 
@@ -48,7 +55,7 @@ final class MatrixVaultTests: XCTestCase {
         func restart() async throws {
             await vault.logout()
             backend = MatrixBackend(homeserver: homeserver, session: session)
-            vault = try Self.makeVault(backend, root: root.path, keyStore: keyStore, callbacks: callbacks)
+            vault = try Self.makeVault(backend, root: root.path, runtime: runtime.path, keyStore: keyStore, callbacks: callbacks)
             await login()
         }
 
@@ -219,5 +226,61 @@ final class MatrixVaultTests: XCTestCase {
         }
         XCTAssertEqual(failed.withLock { $0 }?.errorCode, CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE,
                        "the only error is the seeds' \"queued, sent on reconnect\"")
+    }
+
+    func testMediaGoesUpAndComesBackThroughTheEncryptedMediaCache() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        let (bob, room) = try await groupRoom(for: session)
+        let h = try Harness(session: session)
+        addTeardownBlock { await h.vault.logout() }
+        await h.login()
+        try await h.wait("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
+        await h.vault.waitForSyncIdle()
+
+        // Alice sends a photo through the outbox: uploaded, then an m.image event bob can fetch.
+        let marker = "MATRIX-MEDIA-MARKER-" + UUID().uuidString
+        let bytes = Data((marker + String(repeating: "x", count: 100_000)).utf8)
+        let photo = URL(fileURLWithPath: h.root.path + "/photo.png")
+        try bytes.write(to: photo)
+        let sent = Mutex<MediaMessage?>(nil)
+        let failed = Mutex<CometChatException?>(nil)
+        h.vault.sendMediaMessage(message: MediaMessage(receiverUid: room, files: [photo], messageType: .image, receiverType: .group),
+                                 onMessagePending: { _ in }, onMessageSent: { m in sent.withLock { $0 = m } },
+                                 onError: { e in failed.withLock { $0 = e } })
+        try await h.wait("the media send", seconds: 30) { sent.withLock { $0 != nil } || failed.withLock { $0 != nil } }
+        XCTAssertNil(failed.withLock { $0 })
+        let history = try await bob.call("GET", "_matrix/client/v3/rooms/\(room)/messages", query: [("dir", "b"), ("limit", "10")])
+        let image = try XCTUnwrap((history["chunk"]?.arrayValue ?? []).first { $0["content"]?["msgtype"]?.stringValue == "m.image" })
+        let mxc = try XCTUnwrap(image["content"]?["url"]?.stringValue)
+        XCTAssertTrue(mxc.hasPrefix("mxc://"))
+        let path = String(mxc.dropFirst("mxc://".count))
+        var request = URLRequest(url: try TestHomeserver.url().appendingPathComponent("_matrix/client/v1/media/download/" + path))
+        request.setValue("Bearer \(bob.session.accessToken)", forHTTPHeaderField: "Authorization")
+        let (downloaded, _) = try await URLSession.shared.data(for: request)
+        XCTAssertEqual(downloaded, bytes, "bob downloads what alice sent")
+
+        // Bob's own image reaches alice's cache, and its bytes her media cache, encrypted at rest.
+        let theirs = Data(("BOB-IMAGE-" + marker).utf8) + Data(repeating: 7, count: 50_000)
+        var upload = URLRequest(url: try TestHomeserver.url().appendingPathComponent("_matrix/media/v3/upload"))
+        upload.httpMethod = "POST"
+        upload.setValue("Bearer \(bob.session.accessToken)", forHTTPHeaderField: "Authorization")
+        upload.setValue("image/png", forHTTPHeaderField: "Content-Type")
+        upload.httpBody = theirs
+        let (uploaded, _) = try await URLSession.shared.data(for: upload)
+        let theirURL = try XCTUnwrap(try JSONValue(jsonData: uploaded)["content_uri"]?.stringValue)
+        _ = try await bob.call("PUT", "_matrix/client/v3/rooms/\(room)/send/m.room.message/\(UUID().uuidString)", [
+            "msgtype": "m.image", "body": "bob.png", "url": .string(theirURL), "info": ["mimetype": "image/png", "size": .int(Int64(theirs.count))],
+        ])
+        let report = try await h.vault.syncNow()
+        let received = try XCTUnwrap(report.messages.compactMap { $0 as? MediaMessage }.first { $0.attachment?.fileUrl == theirURL })
+        let local = try await h.vault.downloadMedia(url: theirURL, messageServerId: received.id)
+        XCTAssertFalse(local.isEmpty)
+        let cachedBytes = try await h.vault.cachedMediaData(url: theirURL)
+        XCTAssertEqual(cachedBytes, theirs)
+        let mediaDirectory = try XCTUnwrap(h.vault.openCache).directory.media
+        for file in try FileManager.default.contentsOfDirectory(atPath: mediaDirectory) {
+            let stored = try Data(contentsOf: URL(fileURLWithPath: mediaDirectory + "/" + file))
+            XCTAssertNil(stored.range(of: Data("BOB-IMAGE-".utf8)), "media at rest is encrypted")
+        }
     }
 }

@@ -67,3 +67,14 @@ final class MessageIdentitiesTests: XCTestCase {
         XCTAssertEqual(map.ref(for: id), "$m")
     }
 }
+
+/// The media cache keys Matrix content URIs as they are, beside http(s) URLs.
+final class MediaURLKeyTests: XCTestCase {
+    func testContentURIsAreKeysAndOtherSchemesAreNot() {
+        XCTAssertEqual(MediaURL.key("mxc://example.org/AbC"), "mxc://example.org/AbC")
+        XCTAssertEqual(MediaURL.key("https://Example.org/a/b?sig=1"), "https://example.org/a/b")
+        for bad in ["mxc://example.org/a/b", "mxc://example.org/", "mxc://example.org/a?x=1", "mxc://example.org:8/a", "file:///etc/passwd", "ftp://h/x"] {
+            XCTAssertNil(MediaURL.key(bad), bad)
+        }
+    }
+}

@@ -223,7 +223,7 @@ extension OfflineVault {
             return .failure(CometChatException(.offlineDisabled, "Offline support is not enabled, or nobody is logged in."))
         }
         guard let key = MediaURL.key(url) else {
-            return .failure(CometChatException(.offlineMediaUnresolvable, "The attachment URL is not an http(s) URL."))
+            return .failure(CometChatException(.offlineMediaUnresolvable, "The attachment URL is not an http(s) or mxc URL."))
         }
         if let path = cachedPath(key: key, in: cache, touch: touch) { return .success(path) }
         let noViews: MediaFileError? = {
@@ -303,7 +303,7 @@ extension OfflineVault {
             return .failure(CometChatException(.offlineMediaUnresolvable, "The URL was refused and could not be re-signed."))
         }
         guard MediaURL.key(fresh) != nil else {
-            return .failure(CometChatException(.offlineMediaUnresolvable, "The re-signed URL is not an http(s) URL."))
+            return .failure(CometChatException(.offlineMediaUnresolvable, "The re-signed URL is not an http(s) or mxc URL."))
         }
         do throws(MediaDownloadFailure) {
             return .success(try await fetch(key: key, url: fresh, messageId: messageServerId, cache: cache, generation: generation, job: job))

@@ -7,12 +7,20 @@ import VaultStore
 enum MediaURL {
     static let maxLength = 8192
 
-    /// The key of an http(s) URL with a host; nil for anything else (a relative path, `file:`,
-    /// an oversized or malformed string).
+    /// The key of an http(s) URL with a host, or of a Matrix content URI (`mxc://<server>/<id>`,
+    /// which a Matrix backend downloads with its access token); nil for anything else (a relative
+    /// path, `file:`, an oversized or malformed string).
     static func key(_ url: String) -> String? {
         guard !url.isEmpty, url.utf8.count <= maxLength, let parts = URLComponents(string: url),
-              let scheme = parts.scheme?.lowercased(), scheme == "https" || scheme == "http",
-              let host = parts.host?.lowercased(), !host.isEmpty else { return nil }
+              let scheme = parts.scheme?.lowercased(), let rawHost = parts.host, !rawHost.isEmpty else { return nil }
+        if scheme == "mxc" {
+            let id = parts.percentEncodedPath.dropFirst()
+            guard parts.percentEncodedPath.hasPrefix("/"), !id.isEmpty, !id.contains("/"), parts.query == nil,
+                  parts.port == nil else { return nil }
+            return "mxc://\(rawHost)/\(id)"
+        }
+        guard scheme == "https" || scheme == "http" else { return nil }
+        let host = rawHost.lowercased()
         var key = "\(scheme)://\(host)"
         if let port = parts.port { key += ":\(port)" }
         key += parts.percentEncodedPath.isEmpty ? "/" : parts.percentEncodedPath

@@ -111,7 +111,7 @@ extension OfflineVault {
         guard isOfflineEnabled(), let me = userId, let cache = cache(of: me) else {
             throw CometChatException(.offlineDisabled, "Offline support is not enabled, or nobody is logged in.")
         }
-        guard let key = MediaURL.key(url) else { throw CometChatException(.offlineMediaUnresolvable, "The attachment URL is not an http(s) URL.") }
+        guard let key = MediaURL.key(url) else { throw CometChatException(.offlineMediaUnresolvable, "The attachment URL is not an http(s) or mxc URL.") }
         guard let row = try? cache.reader.sync({ db in try MediaRows.row(key, in: db) }) else {
             throw CometChatException(.offlineMediaNotCached, "The bytes are not cached.")
         }
