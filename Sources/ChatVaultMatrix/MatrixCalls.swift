@@ -175,18 +175,4 @@ extension MatrixBackend {
         return found
     }
 
-    // MARK: - Not (yet) mapped
-
-    public func threads(_ query: ThreadQuery) async throws(BackendError) -> WirePage { throw unsupported("the thread list") }
-    public func users(_ query: UserQuery) async throws(BackendError) -> WirePage { throw unsupported("the user list") }
-    public func blockedUsers(_ query: BlockedUserQuery) async throws(BackendError) -> WirePage { throw unsupported("the blocked-user list") }
-    public func groups(_ query: GroupQuery) async throws(BackendError) -> WirePage { throw unsupported("the group list") }
-    public func groupMembers(_ query: GroupMemberQuery) async throws(BackendError) -> WirePage { throw unsupported("group members") }
-    public func bannedGroupMembers(_ query: GroupMemberQuery) async throws(BackendError) -> WirePage { throw unsupported("banned group members") }
-    public func reactions(_ query: ReactionQuery) async throws(BackendError) -> WirePage { throw unsupported("the reaction list") }
-    public func notificationFeed(_ query: FeedQuery) async throws(BackendError) -> WirePage { throw unsupported("the notification feed") }
-    public func addReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue { throw unsupported("reactions") }
-    public func removeReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue { throw unsupported("reactions") }
-    public func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { throw unsupported("blocking users") }
-    public func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { throw unsupported("unblocking users") }
 }

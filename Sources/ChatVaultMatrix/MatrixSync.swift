@@ -7,6 +7,8 @@ enum MatrixChange: Sendable {
     case edited(JSONValue)
     case deleted(id: Int, conversationId: String, message: JSONValue?)
     case left(conversationId: String)
+    /// Someone reacted: the realtime shape of `reactionAdded`, and the message's place.
+    case reacted(JSONValue, room: String, event: String)
 }
 
 extension MatrixBackend {
@@ -49,6 +51,12 @@ extension MatrixBackend {
             case .message(let m, _), .edited(let m): entries.append(.messageUpserted(m))
             case .deleted(let id, let conversationId, _): entries.append(.messageDeleted(id: id, conversationId: conversationId))
             case .left(let conversationId): entries.append(.conversationRemoved(conversationId: conversationId))
+            case .reacted(_, let room, let event):
+                // The catch-up carries a reaction as an upsert of its message with the counts.
+                if let message = try? await fetchMessage(room: room, event: event),
+                   let counted = try? await withReactions(message, room: room, event: event) {
+                    entries.append(.messageUpserted(counted))
+                }
             }
         }
         let now = answer.serverTime ?? Int64(Date().timeIntervalSince1970)
@@ -165,6 +173,10 @@ extension MatrixBackend {
                 let place = state.withLock { $0.rooms.place(room: room, sender: sender, me: me) }
                 let message = try? await fetchMessage(room: room, event: target)
                 out.append((ts, .deleted(id: id, conversationId: place.conversationId, message: message)))
+            case "m.reaction":
+                guard let json = reactionEvent(event, room: room, ids: ids),
+                      let target = content?["m.relates_to"]?["event_id"]?.stringValue else { continue }
+                out.append((ts, .reacted(json, room: room, event: target)))
             case "m.room.member":
                 let membership = content?["membership"]?.stringValue
                 if event["state_key"]?.stringValue == me, membership == "leave" || membership == "ban" {
@@ -274,6 +286,7 @@ extension MatrixBackend {
                     case .message(let m, let ownEcho): if !ownEcho { continuation.yield(.messageReceived(m)) }
                     case .edited(let m): continuation.yield(.messageEdited(m))
                     case .deleted(_, _, let m?): continuation.yield(.messageDeleted(m))
+                    case .reacted(let r, _, _): continuation.yield(.reactionAdded(r))
                     case .deleted, .left: continue
                     }
                 }

@@ -201,11 +201,22 @@ final class MatrixBackendTests: XCTestCase {
     func testWhatHasNoMatrixCounterpartIsATypedError() async throws {
         let (session, _) = try await TestHomeserver.session("erin")
         let backend = try await backend(session)
+        await expectUnsupported { _ = try await backend.messages(MessageQuery()) }
+        await expectUnsupported { _ = try await backend.threads(ThreadQuery()) }
+        await expectUnsupported {
+            _ = try await backend.send(["receiver": "!r:localhost", "receiverType": "group", "category": "interactive", "type": "form",
+                                        "data": [:]], localMessageId: "l-form")
+        }
+    }
+
+    func expectUnsupported(file: StaticString = #filePath, line: UInt = #line, _ body: () async throws -> Void) async {
         do {
-            _ = try await backend.notificationFeed(FeedQuery())
-            XCTFail("the feed is not mapped yet")
+            try await body()
+            XCTFail("must be refused", file: file, line: line)
         } catch {
-            guard case .server(501, MatrixBackend.unsupportedCode, _) = error else { return XCTFail("\(error)") }
+            guard case .server(501, MatrixBackend.unsupportedCode, _)? = error as? BackendError else {
+                return XCTFail("\(error)", file: file, line: line)
+            }
         }
     }
 
