@@ -41,7 +41,7 @@ let package = Package(
         // the library's tests and apps' own.
         .target(name: "ChatVaultSimulator", dependencies: ["ChatVault"], swiftSettings: strict),
         // A real server: the Matrix client-server API over URLSession (tested against Synapse).
-        .target(name: "ChatVaultMatrix", dependencies: ["ChatVault"], swiftSettings: strict),
+        .target(name: "ChatVaultMatrix", dependencies: ["ChatVault", "VaultKeys", "CCrypto"], swiftSettings: strict),
         // Test support shipped for apps' own tests too: a headless gnome-keyring, private buses,
         // a subprocess runner that daemons cannot hang.
         .target(name: "ChatVaultTesting", dependencies: ["VaultKeys"], swiftSettings: strict),

@@ -294,6 +294,32 @@ extension SecretServiceKeyStore {
 
     static func lookup(_ query: [String: String], _ calls: any SecretServiceCalls, _ context: SecretCallContext,
                        prompt: Bool) throws(SecretCallError) -> KeyLookup {
+        let found = try lookupItem(query, calls, context, prompt: prompt) { bytes in
+            try? parseKey(bytes)
+        }
+        switch found {
+        case .found(let key, let attributes): return .found(key, keyId: attributes[Attribute.keyId] ?? "")
+        case .absent: return .absent
+        // Not 64 hex digits: damaged or not ours. Not "absent": never a reset.
+        case .unreadable: return .unavailable(.other)
+        case .unavailable(let reason): return .unavailable(reason)
+        }
+    }
+
+    /// What a search for one item found, its secret parsed by the caller.
+    enum ItemLookup<T> {
+        case found(T, attributes: [String: String])
+        case absent
+        /// The newest unlocked match's secret did not parse.
+        case unreadable
+        case unavailable(KeyUnavailableReason)
+    }
+
+    /// The search behind every lookup: the newest unlocked match's secret through `parse` (the
+    /// bytes are zeroed when it returns), or why there is none (see `lookup(_:)` for the rules:
+    /// "absent" only when the `default` collection exists and no collection is locked).
+    static func lookupItem<T>(_ query: [String: String], _ calls: any SecretServiceCalls, _ context: SecretCallContext,
+                              prompt: Bool, parse: (UnsafeRawBufferPointer) -> T?) throws(SecretCallError) -> ItemLookup<T> {
         var prompted = false
         while true {
             let found = try calls.searchItems(query, context)
@@ -302,25 +328,19 @@ extension SecretServiceKeyStore {
                 for path in found.unlocked {
                     infos.append(try calls.itemInfo(path, context))
                 }
-                // Normally one item; after an interrupted replace, the newest one is the current key.
+                // Normally one item; after an interrupted replace, the newest one is the current one.
                 for info in newestFirst(infos) where !info.locked {
-                    let parsed = try calls.withSecret(ofItem: info.path, context) { bytes in
-                        Result { () throws(KeyMaterialError) -> CacheKey in try parseKey(bytes) }
-                    }
+                    let parsed = try calls.withSecret(ofItem: info.path, context) { bytes in parse(bytes) }
                     switch parsed {
-                    case .success(let key)?:
-                        return .found(key, keyId: info.attributes?[Attribute.keyId] ?? "")
-                    case .failure?:
-                        // Not 64 hex digits: damaged or not ours. Not "absent": never a reset.
-                        return .unavailable(.other)
-                    case nil:
-                        continue // locked meanwhile
+                    case .some(.some(let value)): return .found(value, attributes: info.attributes ?? [:])
+                    case .some(.none): return .unreadable
+                    case .none: continue // locked meanwhile
                     }
                 }
             }
             let locked: [String]
             if found.isEmpty {
-                // Nothing matched: "absent" only if the place the key would live is there and open.
+                // Nothing matched: "absent" only if the place the item would live is there and open.
                 let collections = try collectionStates(calls, context)
                 if collections.locked.isEmpty {
                     return collections.hasDefault ? .absent : .unavailable(.other)
@@ -440,6 +460,12 @@ extension SecretServiceKeyStore {
                 throw error
             }
         }
+    }
+
+    /// Deletes every unlocked match (locked matches: `.locked`).
+    @discardableResult
+    func deleteAllMatching(_ query: [String: String], _ what: String) throws(KeyStoreError) -> Int {
+        try deleteMatching(query, what)
     }
 
     private func deleteMatching(_ query: [String: String], _ what: String) throws(KeyStoreError) -> Int {

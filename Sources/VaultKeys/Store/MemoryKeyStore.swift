@@ -24,6 +24,8 @@ public final class MemoryKeyStore: KeyStore {
     }
 
     private let state = Mutex(State())
+    /// Credentials (`CredentialStore`), beside the keys.
+    let credentials = Mutex<[CredentialItemID: String]>([:])
     public let tier: KeyStorageTier
     public let name: String
 
@@ -37,6 +39,14 @@ public final class MemoryKeyStore: KeyStore {
     /// Makes every call answer `.unavailable(reason)` (or behave normally again with `nil`).
     public func simulate(_ reason: KeyUnavailableReason?) {
         state.withLock { $0.failure = reason }
+    }
+
+    /// Counts a call; the simulated failure, if any.
+    func failure() -> KeyUnavailableReason? {
+        state.withLock { s in
+            s.calls += 1
+            return s.failure
+        }
     }
 
     /// How many store calls were made (tests use it to prove a path never consulted the store).
