@@ -62,7 +62,9 @@ final class PrivateHomeserver: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(10)
         while p.isRunning && Date() < deadline { usleep(50_000) }
         if p.isRunning { kill(p.processIdentifier, SIGKILL) }
-        p.waitUntilExit()
+        // Not `waitUntilExit`: on this Foundation it can spin forever off the main thread.
+        let reaped = Date().addingTimeInterval(10)
+        while p.isRunning && Date() < reaped { usleep(10_000) }
     }
 
     private static func freePort(python: String) throws -> Int {

@@ -1,0 +1,200 @@
+import ChatVault
+import ChatVaultMatrix
+import ChatVaultTesting
+import Foundation
+import VaultKeys
+import XCTest
+
+/// A homeserver that answers whatever the test scripts (Scripts/lib/hostile-homeserver.py):
+/// oversize, non-JSON, deeply nested and wrong-shaped answers, rate limits, server errors, stalls
+/// and dropped connections are typed errors or skipped events, never a crash or a hang.
+final class MatrixHostileServerTests: XCTestCase {
+    final class HostileServer: @unchecked Sendable {
+        let directory = TemporaryDirectory()
+        let process = Process()
+        private(set) var url = URL(fileURLWithPath: "/")
+
+        init(_ script: [String: JSONValue]) throws {
+            try set(script)
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            process.arguments = [PrivateHomeserver.repositoryRoot + "/Scripts/lib/hostile-homeserver.py",
+                                 directory.path + "/script.json", directory.path + "/port"]
+            process.standardError = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline {
+                if let text = try? String(contentsOfFile: directory.path + "/port", encoding: .utf8), let port = Int(text) {
+                    url = try XCTUnwrap(URL(string: "http://127.0.0.1:\(port)"))
+                    return
+                }
+                usleep(20_000)
+            }
+            throw TestHomeserver.Missing()
+        }
+
+        deinit {
+            // It keeps nothing: SIGKILL, then wait (bounded) for Foundation to see it end.
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            let deadline = Date().addingTimeInterval(10)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+        }
+
+        /// Replaces the answers (read afresh by every request).
+        func set(_ script: [String: JSONValue]) throws {
+            let data = JSONValue.object(script).jsonData()
+            try data.write(to: URL(fileURLWithPath: directory.path + "/script.tmp"))
+            _ = rename(directory.path + "/script.tmp", directory.path + "/script.json")
+        }
+    }
+
+    static let whoami = "/_matrix/client/v3/account/whoami"
+    static let sync = "/_matrix/client/v3/sync"
+    static let me = "@alice:hostile"
+
+    static func answer(_ body: String, status: Int = 200, repeat count: Int = 1, delay: Double = 0) -> JSONValue {
+        ["status": .int(Int64(status)), "body": .string(body), "repeat": .int(Int64(count)), "delay": .double(delay)]
+    }
+
+    static var baseline: [String: JSONValue] {
+        [
+            whoami: answer(#"{"user_id":"\#(me)"}"#),
+            "/_matrix/client/v3/user/": answer(#"{"errcode":"M_NOT_FOUND","error":"no"}"#, status: 404),
+            "/_matrix/client/v3/profile/": answer(#"{"displayname":"Alice"}"#),
+            sync: answer(#"{"next_batch":"s1"}"#),
+        ]
+    }
+
+    func backend(_ server: HostileServer, timeout: TimeInterval = 5) async throws -> MatrixBackend {
+        var configuration = MatrixConfiguration()
+        configuration.requestTimeout = timeout
+        configuration.pollTimeoutMs = 100
+        let backend = MatrixBackend(homeserver: server.url, session: MatrixSession(userId: Self.me, deviceId: "D", accessToken: "t"),
+                                    configuration: configuration)
+        backend.attach(identities: MemoryMessageIdentities())
+        _ = try await backend.login(userId: Self.me)
+        return backend
+    }
+
+    func expect(_ code: String, status: Int, file: StaticString = #filePath, line: UInt = #line,
+                _ body: () async throws(BackendError) -> Void) async {
+        do {
+            try await body()
+            XCTFail("expected \(status) \(code)", file: file, line: line)
+        } catch {
+            guard case .server(status, code, _) = error else { return XCTFail("\(error)", file: file, line: line) }
+        }
+    }
+
+    func testOversizeNonJSONAndWrongShapedAnswersAreTypedErrors() async throws {
+        let server = try HostileServer(Self.baseline)
+        let backend = try await backend(server)
+        let bad = "ERR_MATRIX_BAD_RESPONSE"
+        for body in [
+            Self.answer("x", repeat: 33 << 20),          // over the 32 MiB bound
+            Self.answer("<html>not json</html>"),
+            Self.answer("[1, 2, 3]"),                    // JSON, not an object
+            Self.answer(#"{"next_batch": 5}"#),          // the token of the wrong type
+            Self.answer(String(repeating: "[", count: 200_000)),  // nesting that would overflow a recursive parser
+            Self.answer(#"{"next_batch":""#),            // cut short
+        ] {
+            var script = Self.baseline
+            script[Self.sync] = body
+            try server.set(script)
+            await expect(bad, status: 502) { () async throws(BackendError) in _ = try await backend.changes(since: "s0", limit: 10) }
+        }
+    }
+
+    func testHostileEventsInASyncAreSkippedAndTheRestKept() async throws {
+        let valid = #"{"type":"m.room.message","event_id":"$ok","sender":"@bob:hostile","origin_server_ts":1780000000000,"content":{"msgtype":"m.text","body":"kept"}}"#
+        let hostile = [
+            #"null"#, #"7"#, #""text""#, #"[]"#, #"{}"#,
+            #"{"type":"m.room.message","event_id":["$x"],"sender":"@bob:hostile","content":{"msgtype":"m.text","body":"a"}}"#,
+            #"{"type":"m.room.message","event_id":"$y","sender":"@bob:hostile","origin_server_ts":-99999999999999999999,"content":{"msgtype":"m.text","body":"b"}}"#,
+            #"{"type":"m.room.message","event_id":"$z","sender":"@bob:hostile","content":{"msgtype":"m.text","body":{"nested":true}}}"#,
+            #"{"type":"m.room.redaction","event_id":"$r","sender":"@bob:hostile","redacts":12}"#,
+            #"{"type":"m.reaction","event_id":"$q","sender":"@bob:hostile","content":{"m.relates_to":"nope"}}"#,
+            #"{"type":"m.room.member","state_key":["@alice:hostile"],"content":{"membership":"leave"}}"#,
+            #"{"type":"m.room.message","event_id":"$big","sender":"@bob:hostile","content":{"msgtype":"m.image","body":"a","url":"mxc://x/y","info":{"size":1e300}}}"#,
+        ].joined(separator: ",")
+        let body = #"""
+        {"next_batch":"s2","account_data":{"events":[{"type":"m.direct","content":[1,2]},"junk"]},
+         "rooms":{"join":{"!room:hostile":{"timeline":{"events":[\#(hostile),\#(valid)],"limited":"yes","prev_batch":7}},
+                          "not-a-room":{"timeline":{"events":[\#(valid)]}},
+                          "!other:hostile":"not an object"},
+                  "leave":["!gone:hostile"], "invite":{"!inv:hostile":{"invite_state":{"events":"nope"}}}}}
+        """#
+        var script = Self.baseline
+        script[Self.sync] = Self.answer(body)
+        let server = try HostileServer(script)
+        let backend = try await backend(server)
+        let page = try await backend.changes(since: "s1", limit: 10)
+        let texts = page.changes.compactMap { change -> String? in
+            guard case .messageUpserted(let m) = change else { return nil }
+            return m["data"]?["text"]?.stringValue
+        }
+        XCTAssertTrue(texts.contains("kept"), "the valid event survives its hostile neighbours: \(texts)")
+        XCTAssertFalse(texts.contains("a"))
+        XCTAssertEqual(page.nextToken, "s2")
+    }
+
+    func testRateLimitsServerErrorsStallsAndDropsAreTransient() async throws {
+        let server = try HostileServer(Self.baseline)
+        let backend = try await backend(server, timeout: 1)
+        var script = Self.baseline
+        script[Self.sync] = Self.answer(#"{"errcode":"M_LIMIT_EXCEEDED","error":"slow down","retry_after_ms":2000}"#, status: 429)
+        try server.set(script)
+        do { _ = try await backend.changes(since: "s1", limit: 10); XCTFail() } catch {
+            XCTAssertEqual(error, .server(status: 429, code: "M_LIMIT_EXCEEDED", message: "slow down"))
+            XCTAssertTrue(error.isTransient)
+        }
+        script[Self.sync] = Self.answer("<html>bad gateway</html>", status: 503)
+        try server.set(script)
+        do { _ = try await backend.changes(since: "s1", limit: 10); XCTFail() } catch {
+            guard case .server(503, "M_UNKNOWN", _) = error else { return XCTFail("\(error)") }
+            XCTAssertTrue(error.isTransient)
+        }
+        script[Self.sync] = Self.answer(#"{"next_batch":"late"}"#, delay: 3)
+        try server.set(script)
+        do { _ = try await backend.changes(since: "s1", limit: 10); XCTFail() } catch {
+            XCTAssertEqual(error, .timedOut)
+        }
+        script[Self.sync] = ["close": true]
+        try server.set(script)
+        do { _ = try await backend.changes(since: "s1", limit: 10); XCTFail() } catch {
+            XCTAssertTrue(error.isTransient, "\(error)")
+        }
+    }
+
+    func testTheRealtimeLoopEndsOnAHostileAnswerAndTheEngineKeepsItsCache() async throws {
+        var script = Self.baseline
+        script[Self.sync] = Self.answer(#"{"next_batch":"s1"}"#)
+        let server = try HostileServer(script)
+        let backend = try await backend(server)
+        let heard = EventRecorder(backend.events)
+        try await backend.connect()
+        try await heard.wait(for: "connected") { $0.contains(.connected) }
+        script[Self.sync] = Self.answer(String(repeating: "{", count: 100_000))
+        try server.set(script)
+        try await heard.wait(for: "disconnected") { $0.contains(.disconnected) }
+
+        // The engine over it: the cache opens, the sync fails typed, nothing crashes.
+        let root = TemporaryDirectory()
+        let config = OfflineConfig.Builder().setEnabled(true).setEncryption(true).build()
+        var settings = VaultSettings(applicationId: "org.chatvault.hostilematrix", rootDirectory: root.path,
+                                     keyStorage: [.custom(MemoryKeyStore())], callbackExecutor: .queue(DispatchQueue(label: "hostile")),
+                                     retry: .manualOnly)
+        settings.sync.forceCooldown = .zero
+        let vault = try OfflineVault(config: config, settings: settings, backend: try await self.backend(server))
+        let attempt = await vault.login(userId: Self.me)
+        XCTAssertEqual(attempt.state, .ready)
+        do {
+            let report = try await vault.syncNow()
+            XCTAssertNotNil(report.messageError, "the hostile answer is reported as a sync error")
+        } catch {
+            XCTAssertFalse(error.errorCode.isEmpty)
+        }
+        XCTAssertTrue(vault.isOfflineEnabled())
+        await vault.logout()
+    }
+}
