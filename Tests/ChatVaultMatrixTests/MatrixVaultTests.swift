@@ -283,4 +283,82 @@ final class MatrixVaultTests: XCTestCase {
             XCTAssertNil(stored.range(of: Data("BOB-IMAGE-".utf8)), "media at rest is encrypted")
         }
     }
+
+    func testEditsDeletesReactionsAndBlocksGoBothWaysThroughTheEngine() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        let (bob, room) = try await groupRoom(for: session)
+        let h = try Harness(session: session)
+        addTeardownBlock { await h.vault.logout() }
+        await h.login()
+        try await h.wait("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
+        await h.vault.waitForSyncIdle()
+
+        // Alice's own message: edited, reacted to, deleted through the engine; bob sees each.
+        let sent = Mutex<TextMessage?>(nil)
+        h.vault.sendTextMessage(message: TextMessage(receiverUid: room, text: "first draft", receiverType: .group),
+                                onMessagePending: { _ in }, onMessageSent: { m in sent.withLock { $0 = m } }, onError: { _ in })
+        try await h.wait("the send") { sent.withLock { $0 != nil } }
+        let mine = try XCTUnwrap(sent.withLock { $0 })
+        let edit = TextMessage(receiverUid: room, text: "final", receiverType: .group)
+        edit.id = mine.id
+        let edited = try await h.vault.editMessage(edit)
+        XCTAssertEqual((edited as? TextMessage)?.text, "final")
+        XCTAssertGreaterThan(edited.editedAt, 0)
+        let reacted = try await h.vault.addReaction(messageId: mine.id, reaction: "👍")
+        XCTAssertEqual(reacted.getReactions().map(\.reaction), ["👍"])
+        let history = try await bob.call("GET", "_matrix/client/v3/rooms/\(room)/messages", query: [("dir", "b"), ("limit", "50")])
+        let events = history["chunk"]?.arrayValue ?? []
+        XCTAssertTrue(events.contains { $0["content"]?["m.new_content"]?["body"]?.stringValue == "final" }, "bob sees the edit")
+        XCTAssertTrue(events.contains { $0["type"]?.stringValue == "m.reaction" }, "bob sees the reaction")
+        let deleted = try await h.vault.deleteMessage(mine.id)
+        XCTAssertGreaterThan(deleted.deletedAt, 0)
+
+        // Bob's message, edited and redacted by bob: the catch-up brings both into alice's cache.
+        let bobs = try await bob.sendText("bob's draft", room: room)
+        _ = try await h.vault.syncNow()
+        _ = try await bob.call("PUT", "_matrix/client/v3/rooms/\(room)/send/m.room.message/\(UUID().uuidString)", [
+            "msgtype": "m.text", "body": "* bob's final",
+            "m.new_content": ["msgtype": "m.text", "body": "bob's final"],
+            "m.relates_to": ["rel_type": "m.replace", "event_id": .string(bobs)],
+        ])
+        _ = try await h.vault.syncNow()
+        try await h.wait("bob's edit in the cache") { try await h.cached(group: room).map(\.text).contains("bob's final") }
+        _ = try await bob.call("PUT", "_matrix/client/v3/rooms/\(room)/redact/\(bobs)/\(UUID().uuidString)", .object([:]))
+        _ = try await h.vault.syncNow()
+        let request = MessagesRequest.MessageRequestBuilder(vault: h.vault).set(guid: room).set(limit: 50).build()
+        let page = await request.fetchPrevious()
+        let cachedBobs = try XCTUnwrap((page.cached ?? []).first { $0.senderUid == bob.session.userId })
+        XCTAssertGreaterThan(cachedBobs.deletedAt, 0, "bob's redaction reached the cache")
+
+        // Blocking through the engine is the ignored-user list.
+        let outcome = try await h.vault.blockUsers([bob.session.userId])
+        XCTAssertEqual(outcome[bob.session.userId], "success")
+        let ignored = try await RawMatrixClient(session: session).call("GET", "_matrix/client/v3/user/\(session.userId)/account_data/m.ignored_user_list")
+        XCTAssertNotNil(ignored["ignored_users"]?[bob.session.userId])
+    }
+
+    func testPagesAreTwoPhaseOnlineAndCachedOnlyOffline() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        let (bob, room) = try await groupRoom(for: session)
+        for i in 1...3 { try await bob.sendText("page \(i)", room: room) }
+        let h = try Harness(session: session)
+        addTeardownBlock { await h.vault.logout() }
+        await h.login()
+        let first = await MessagesRequest.MessageRequestBuilder(vault: h.vault).set(guid: room).set(limit: 10).build().fetchPrevious()
+        XCTAssertEqual(first.cached?.count, 0, "nothing cached yet")
+        let online = try first.server.get().compactMap { ($0 as? TextMessage)?.text }
+        XCTAssertEqual(online, ["page 1", "page 2", "page 3"])
+
+        // The same cache with the server unreachable: the cached phase answers, the server phase says offline.
+        await h.vault.logout()
+        let deadServer = try XCTUnwrap(URL(string: "http://127.0.0.1:9"))
+        let offline = try Harness.makeVault(MatrixBackend(homeserver: deadServer, session: session), root: h.root.path, runtime: h.runtime.path,
+                                            keyStore: h.keyStore, callbacks: h.callbacks)
+        _ = await offline.login(userId: session.userId)
+        addTeardownBlock { await offline.logout() }
+        let second = await MessagesRequest.MessageRequestBuilder(vault: offline).set(guid: room).set(limit: 10).build().fetchPrevious()
+        XCTAssertEqual(second.cached?.compactMap { ($0 as? TextMessage)?.text }, ["page 1", "page 2", "page 3"])
+        guard case .failure(let error) = second.server else { return XCTFail("offline, the server phase fails") }
+        XCTAssertEqual(error.errorCode, CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE)
+    }
 }
