@@ -9,16 +9,18 @@ enum MatrixChange: Sendable {
     case left(conversationId: String)
     /// Someone reacted: the realtime shape of `reactionAdded`, and the message's place.
     case reacted(JSONValue, room: String, event: String)
+    /// Someone read a room up to a message (`m.read`): the realtime shape of `messagesRead`.
+    case read(JSONValue)
 }
 
 extension MatrixBackend {
     /// The inline `/sync` filter: the rooms' timelines (at most `limit` events each), the user's
     /// account data (`m.direct`), no presence.
-    static func syncFilter(timelineLimit: Int) -> String {
+    static func syncFilter(timelineLimit: Int, receipts: Bool = false) -> String {
         let filter: JSONValue = [
             "room": ["timeline": ["limit": .int(Int64(timelineLimit))],
                      "state": ["lazy_load_members": true],
-                     "ephemeral": ["types": []]],
+                     "ephemeral": ["types": receipts ? ["m.receipt"] : []]],
             "presence": ["types": []],
             "account_data": ["types": ["m.direct"]],
         ]
@@ -51,6 +53,8 @@ extension MatrixBackend {
             case .message(let m, _), .edited(let m): entries.append(.messageUpserted(m))
             case .deleted(let id, let conversationId, _): entries.append(.messageDeleted(id: id, conversationId: conversationId))
             case .left(let conversationId): entries.append(.conversationRemoved(conversationId: conversationId))
+            case .read:
+                continue // receipts reach the cache with the next read of the conversation
             case .reacted(_, let room, let event):
                 // The catch-up carries a reaction as an upsert of its message with the counts.
                 if let message = try? await fetchMessage(room: room, event: event),
@@ -92,6 +96,8 @@ extension MatrixBackend {
             }
         }
         var timeline: [(room: String, events: [JSONValue])] = []
+        var changes: [(ts: Int64, order: Int, change: MatrixChange)] = []
+        var order = 0
         if let joined = json["rooms"]?["join"]?.objectValue {
             for (room, value) in joined.sorted(by: { $0.key < $1.key }) where MatrixIds.isRoomId(room) {
                 var events = value["timeline"]?["events"]?.arrayValue ?? []
@@ -99,10 +105,12 @@ extension MatrixBackend {
                     events = try await backfill(room: room, from: prev) + events
                 }
                 timeline.append((room, events))
+                for receipt in receipts(value["ephemeral"]?["events"]?.arrayValue ?? [], room: room) {
+                    changes.append((receipt.ts, order, .read(receipt.json)))
+                    order += 1
+                }
             }
         }
-        var changes: [(ts: Int64, order: Int, change: MatrixChange)] = []
-        var order = 0
         for (room, events) in timeline {
             for change in try await interpret(events, room: room) {
                 changes.append((change.ts, order, change.change))
@@ -118,6 +126,28 @@ extension MatrixBackend {
             }
         }
         return changes.sorted { ($0.ts, $0.order) < ($1.ts, $1.order) }.map(\.change)
+    }
+
+    /// The `m.read` receipts of an `m.receipt` ephemeral event, as `messagesRead` shapes them.
+    func receipts(_ events: [JSONValue], room: String) -> [(ts: Int64, json: JSONValue)] {
+        let me = self.me
+        var out: [(Int64, JSONValue)] = []
+        for event in events where event["type"]?.stringValue == "m.receipt" {
+            for (eventId, kinds) in (event["content"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) where MatrixIds.isEventId(eventId) {
+                for (user, info) in (kinds["m.read"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) where MatrixIds.isUserId(user) {
+                    let ts = Self.time(info["ts"])
+                    guard let id = try? identities.id(for: MessageRef(MatrixIds.ref(room: room, event: eventId), timeMs: ts)) else { continue }
+                    let place = state.withLock { $0.rooms.place(room: room, sender: user, me: me) }
+                    out.append((ts, [
+                        "messageId": .int(Int64(id)), "sender": ["uid": .string(user)],
+                        "receiverId": .string(place.receiver), "receiverType": .string(place.receiverType.rawValue),
+                        "conversationId": .string(place.conversationId), "receiptType": "read",
+                        "timestamp": .int(ts / 1000), "readAt": .int(ts / 1000),
+                    ]))
+                }
+            }
+        }
+        return out
     }
 
     /// Events before `from` in `room`, oldest first, back to the first one the cache knows.
@@ -274,7 +304,7 @@ extension MatrixBackend {
         while !Task.isCancelled {
             do {
                 let answer = try await call("GET", "/_matrix/client/v3/sync", query: [
-                    ("since", since), ("timeout", String(wait)), ("filter", Self.syncFilter(timelineLimit: 100)),
+                    ("since", since), ("timeout", String(wait)), ("filter", Self.syncFilter(timelineLimit: 100, receipts: true)),
                 ], timeout: TimeInterval(wait) / 1000 + configuration.requestTimeout)
                 guard state.withLock({ $0.connection == generation }) else { return }
                 guard let next = answer.json["next_batch"]?.stringValue, !next.isEmpty, next.utf8.count <= 4096 else {
@@ -287,6 +317,7 @@ extension MatrixBackend {
                     case .edited(let m): continuation.yield(.messageEdited(m))
                     case .deleted(_, _, let m?): continuation.yield(.messageDeleted(m))
                     case .reacted(let r, _, _): continuation.yield(.reactionAdded(r))
+                    case .read(let r): continuation.yield(.messagesRead(r))
                     case .deleted, .left: continue
                     }
                 }

@@ -118,6 +118,24 @@ final class MatrixDirectoryTests: XCTestCase {
         await r.alice.disconnect()
     }
 
+    func testReadReceiptsArriveInRealtimeNamingTheMessage() async throws {
+        let r = try await groupRoom()
+        let mine = try await r.alice.send(["receiver": .string(r.room), "receiverType": "group", "category": "message", "type": "text",
+                                           "data": ["text": "read me"]], localMessageId: "l-read")
+        let heard = EventRecorder(r.alice.events)
+        try await r.alice.connect()
+        try await heard.wait(for: "connected") { $0.contains(.connected) }
+        let found = try await eventId(of: "read me", r)
+        let event = try XCTUnwrap(found)
+        _ = try await r.bob.call("POST", "_matrix/client/v3/rooms/\(r.room)/receipt/m.read/\(event)", .object([:]))
+        let events = try await heard.wait(for: "the receipt") { $0.contains { if case .messagesRead(let j) = $0 { j["sender"]?["uid"]?.stringValue == r.bob.session.userId } else { false } } }
+        guard case .messagesRead(let json)? = events.first(where: { if case .messagesRead(let j) = $0 { j["sender"]?["uid"]?.stringValue == r.bob.session.userId } else { false } }) else { return XCTFail() }
+        XCTAssertEqual(json["messageId"], mine["id"])
+        XCTAssertEqual(json["receiptType"]?.stringValue, "read")
+        XCTAssertGreaterThan(json["readAt"]?.intValue ?? 0, 0)
+        await r.alice.disconnect()
+    }
+
     func testThreadsAndRepliesRoundTrip() async throws {
         let r = try await groupRoom()
         let root = try await bobsMessage(r, text: "thread root")
