@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "ChatVaultMatrix", dependencies: ["ChatVault", "VaultKeys", "CCrypto"], swiftSettings: strict),
         // Test support shipped for apps' own tests too: a headless gnome-keyring, private buses,
         // a subprocess runner that daemons cannot hang.
-        .target(name: "ChatVaultTesting", dependencies: ["VaultKeys"], swiftSettings: strict),
+        .target(name: "ChatVaultTesting", dependencies: ["VaultKeys", "CCrypto"], swiftSettings: strict),
         // Tool: audit, scenario, demo and benchmark CLI over the public API (the demo and the
         // outbox benchmark run against the in-process simulator).
         .executableTarget(name: "chatvault", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),

@@ -180,7 +180,7 @@ final class MatrixVaultTests: XCTestCase {
     }
 
     func testTheServerStoppedAndRestartedMidSessionLosesNothingAndSendsOnce() async throws {
-        let server = try PrivateHomeserver()
+        let server = try PrivateHomeserver.make()
         addTeardownBlock { server.stop() }
         try await server.start()
         let (session, _) = try await TestHomeserver.session("alice", on: server)

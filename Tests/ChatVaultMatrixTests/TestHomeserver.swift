@@ -1,6 +1,6 @@
-import CCrypto
 import ChatVault
 import ChatVaultMatrix
+import ChatVaultTesting
 import Foundation
 import Synchronization
 import XCTest
@@ -30,36 +30,16 @@ enum TestHomeserver {
 
     /// A new user with a fresh name (`<prefix><random>`) and a random password, on the shared
     /// server or on `server`.
-    static func register(_ prefix: String, on server: PrivateHomeserver? = nil) async throws -> (user: String, password: String) {
+    static func register(_ prefix: String, on server: LocalHomeserver? = nil) async throws -> (user: String, password: String) {
         let name = prefix.lowercased() + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
         let password = UUID().uuidString
-        let base = try server?.url ?? url()
-        let sharedSecret = try server?.secret ?? secret()
-        let endpoint = base.appendingPathComponent("_synapse/admin/v1/register")
-        let (nonceData, _) = try await URLSession.shared.data(from: endpoint)
-        guard let nonce = try JSONValue(jsonData: nonceData)["nonce"]?.stringValue else { throw Missing() }
-        let message = Array("\(nonce)\u{0}\(name)\u{0}\(password)\u{0}notadmin".utf8)
-        let key = Array(sharedSecret.utf8)
-        var mac = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        _ = HMAC(EVP_sha1(), key, Int32(key.count), message, message.count, &mac, &length)
-        let hex = mac.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
-        var request = URLRequest(url: endpoint)
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        let body: JSONValue = ["nonce": .string(nonce), "username": .string(name), "password": .string(password),
-                               "admin": false, "mac": .string(hex)]
-        request.httpBody = body.jsonData()
-        let (data, response) = try await URLSession.shared.data(for: request)
-        guard (response as? HTTPURLResponse)?.statusCode == 200 else {
-            XCTFail("registering \(name): \(String(decoding: data, as: UTF8.self))")
-            throw Missing()
-        }
-        return ("@\(name):localhost", password)
+        let user = try await LocalHomeserver.register(on: try server?.url ?? url(), secret: try server?.secret ?? secret(),
+                                                      name: name, password: password)
+        return (user, password)
     }
 
     /// A user registered and logged in.
-    static func session(_ prefix: String, deviceId: String? = nil, on server: PrivateHomeserver? = nil) async throws -> (session: MatrixSession, password: String) {
+    static func session(_ prefix: String, deviceId: String? = nil, on server: LocalHomeserver? = nil) async throws -> (session: MatrixSession, password: String) {
         let (user, password) = try await register(prefix, on: server)
         let session = try await MatrixAccount.login(homeserver: try server?.url ?? url(), user: user, password: password, deviceId: deviceId)
         return (session, password)
