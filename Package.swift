@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "ChatVaultTesting", dependencies: ["VaultKeys", "CCrypto"], swiftSettings: strict),
         // Tool: audit, scenario, demo and benchmark CLI over the public API (the demo and the
         // outbox benchmark run against the in-process simulator).
-        .executableTarget(name: "chatvault", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),
+        .executableTarget(name: "chatvault", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator", "ChatVaultMatrix"], swiftSettings: strict),
 
         .testTarget(name: "VaultKeysTests", dependencies: ["VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultKeys", "CSQLCipher", "ChatVaultTesting"], swiftSettings: strict),

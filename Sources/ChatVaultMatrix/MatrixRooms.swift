@@ -1,4 +1,4 @@
-import ChatVault
+public import ChatVault
 import Foundation
 
 /// What the backend knows of the user's rooms: which are direct-message rooms and with whom
@@ -134,5 +134,24 @@ extension MatrixBackend {
         } catch {
             // Tried again at the next sync that still shows the invitation.
         }
+    }
+}
+
+extension MatrixBackend {
+    /// Creates a private room (a CometChat group) and answers its id (the group's `guid`).
+    public func createRoom(name: String, invite: [String] = []) async throws(BackendError) -> String {
+        let answer = try await call("POST", "/_matrix/client/v3/createRoom", json: [
+            "name": .string(name), "preset": "private_chat", "invite": .array(invite.filter(MatrixIds.isUserId).map { .string($0) }),
+        ])
+        guard let room = answer.json["room_id"]?.stringValue, MatrixIds.isRoomId(room) else {
+            throw MatrixHTTP.bad("createRoom answered no room id")
+        }
+        return room
+    }
+
+    /// Joins a room the user was invited to (or a public one).
+    public func joinRoom(_ room: String) async throws(BackendError) {
+        guard MatrixIds.isRoomId(room) else { throw .server(status: 404, code: "ERR_GUID_NOT_FOUND", message: "not a Matrix room id") }
+        _ = try await call("POST", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(room))/join", json: .object([:]))
     }
 }

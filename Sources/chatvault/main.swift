@@ -12,6 +12,7 @@ let usage = """
       status    --dir D [--user U] [--marker TEXT] [--json]
       outbox    --dir D --user U [--keystore …] [--json]
       demo      [--story outbox|reconnect] [--messages N] [--json]
+      demo      --matrix [--homeserver URL --user @U:SERVER [--password-file F]] [--messages N] [--json]
       bench     open [--runs N] [--messages M] [--keystore …] [--process-runs P] [--large-messages L] [--json]
       bench     reads [--runs N] [--messages M] [--conversations C] [--json]
       bench     outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json]

@@ -38,8 +38,9 @@ enum DemoCommand {
     static let peer = "demo-bob"
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        var args = try Arguments(raw)
+        var args = try Arguments(raw, switches: ["json", "matrix"])
         let json = args.flag("json")
+        if args.flag("matrix") { return try await MatrixDemo.run(&args, json: json) }
         let story = try args.choice("story", default: "outbox", among: ["outbox", "reconnect"])
         if story == "reconnect" {
             let count = try args.int("messages", default: 6, range: 1...200)
