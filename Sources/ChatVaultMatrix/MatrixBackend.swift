@@ -12,8 +12,6 @@ public struct MatrixConfiguration: Sendable {
     public var maxResponseBytes = 32 << 20
     /// The largest media download accepted.
     public var maxMediaBytes = 100 << 20
-    /// `/messages` pages read back to fill a room's gap (`limited: true`) during a catch-up.
-    public var gapFillPages = 20
 
     public init() {}
 }

@@ -29,7 +29,13 @@ extension MatrixBackend {
 
     public func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage {
         guard limit >= 1 else { throw .server(status: 400, code: "ERR_INVALID_LIMIT", message: "limit must be at least 1") }
-        var query = [("timeout", "0"), ("filter", Self.syncFilter(timelineLimit: min(limit, 1000)))]
+        if let token, token.hasPrefix(CatchUpPoint.prefix) {
+            guard let point = CatchUpPoint(token: token) else {
+                throw .server(status: 400, code: BackendError.syncTokenInvalidCode, message: "not a sync token of this backend")
+            }
+            return try await fillGaps(point, limit: limit)
+        }
+        var query = [("timeout", "0"), ("filter", Self.syncFilter(timelineLimit: min(limit, Self.catchUpTimelineLimit)))]
         if let token {
             guard !token.isEmpty, token.utf8.count <= 4096, !token.utf8.contains(where: { $0 < 0x21 || $0 == 0x7f }) else {
                 throw .server(status: 400, code: BackendError.syncTokenInvalidCode, message: "not a Matrix sync token")
@@ -43,10 +49,48 @@ extension MatrixBackend {
             // A `since` the server does not know: start over (the engine drops the token).
             throw .server(status: 400, code: BackendError.syncTokenInvalidCode, message: "the homeserver refused the sync token (\(code))")
         }
-        guard let next = answer.json["next_batch"]?.stringValue, !next.isEmpty, next.utf8.count <= 4096 else {
+        guard let next = answer.json["next_batch"]?.stringValue, !next.isEmpty, next.utf8.count <= 1024 else {
             throw MatrixHTTP.bad("the sync answer has no next_batch")
         }
-        let found = try await process(sync: answer.json, fillGaps: token != nil)
+        let (found, gaps) = try await process(sync: answer.json, since: token, budget: limit)
+        let entries = await entries(of: found)
+        let now = answer.serverTime ?? Int64(Date().timeIntervalSince1970)
+        guard let token, !gaps.isEmpty else {
+            return ChangeLogPage(changes: entries, nextToken: next, serverTime: now, hasMore: false)
+        }
+        // Rooms cut short (or beyond this page) are read forward from the old point, in order.
+        let point = CatchUpPoint(since: token, next: next, gaps: gaps)
+        return ChangeLogPage(changes: entries, nextToken: point.token, serverTime: now, hasMore: true)
+    }
+
+    /// The next part of a catch-up's gaps: each room's events from the old point forward, at most
+    /// about `limit` per page, resumable from the token after a restart.
+    func fillGaps(_ point: CatchUpPoint, limit: Int) async throws(BackendError) -> ChangeLogPage {
+        var point = point
+        var found: [MatrixChange] = []
+        while let gap = point.gaps.first, found.count < limit {
+            let answer = try await call("GET", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(gap.room))/messages", query: [
+                ("dir", "f"), ("from", gap.from), ("to", point.next), ("limit", String(min(max(limit - found.count, 1), 1000))),
+            ])
+            let chunk = answer.json["chunk"]?.arrayValue ?? []
+            found += try await interpret(chunk, room: gap.room).map(\.change)
+            if let end = answer.json["end"]?.stringValue, !end.isEmpty, end != gap.from, !chunk.isEmpty, end.utf8.count <= 1024 {
+                point.gaps[0].from = end
+            } else {
+                point.gaps.removeFirst()
+            }
+        }
+        let entries = await entries(of: found)
+        let now = Int64(Date().timeIntervalSince1970)
+        guard !point.gaps.isEmpty else { return ChangeLogPage(changes: entries, nextToken: point.next, serverTime: now, hasMore: false) }
+        return ChangeLogPage(changes: entries, nextToken: point.token, serverTime: now, hasMore: true)
+    }
+
+    /// The most events of one room a catch-up `/sync` asks for; a room with more is read forward
+    /// with `/messages` (as a gap) so its events come in order.
+    static let catchUpTimelineLimit = 100
+
+    func entries(of found: [MatrixChange]) async -> [ChangeLogEntry] {
         var entries: [ChangeLogEntry] = []
         for change in found {
             switch change {
@@ -63,8 +107,7 @@ extension MatrixBackend {
                 }
             }
         }
-        let now = answer.serverTime ?? Int64(Date().timeIntervalSince1970)
-        return ChangeLogPage(changes: entries, nextToken: next, serverTime: now, hasMore: false)
+        return entries
     }
 
     public func latestSyncPoint() async throws(BackendError) -> ChangeLogPage {
@@ -85,10 +128,10 @@ extension MatrixBackend {
         }
     }
 
-    /// Turns a `/sync` answer into changes, oldest first across rooms. With `fillGaps`, a room
-    /// whose timeline was cut (`limited`) is read back with `/messages` until a known event (or
-    /// `gapFillPages` pages).
-    func process(sync json: JSONValue, fillGaps: Bool) async throws(BackendError) -> [MatrixChange] {
+    /// Turns a `/sync` answer into changes, oldest first across rooms. With a `since` point (a
+    /// catch-up), a room whose timeline was cut (`limited`), or that would take this page past
+    /// `budget` changes, is not delivered here: it comes back as a gap, read forward from `since`.
+    func process(sync json: JSONValue, since: String?, budget: Int = .max) async throws(BackendError) -> (changes: [MatrixChange], gaps: [CatchUpPoint.Gap]) {
         if let events = json["account_data"]?["events"]?.arrayValue { applyAccountData(events) }
         if let invites = json["rooms"]?["invite"]?.objectValue {
             for (room, value) in invites.sorted(by: { $0.key < $1.key }) {
@@ -97,13 +140,17 @@ extension MatrixBackend {
         }
         var timeline: [(room: String, events: [JSONValue])] = []
         var changes: [(ts: Int64, order: Int, change: MatrixChange)] = []
+        var gaps: [CatchUpPoint.Gap] = []
         var order = 0
+        var planned = 0
         if let joined = json["rooms"]?["join"]?.objectValue {
             for (room, value) in joined.sorted(by: { $0.key < $1.key }) where MatrixIds.isRoomId(room) {
-                var events = value["timeline"]?["events"]?.arrayValue ?? []
-                if fillGaps, value["timeline"]?["limited"]?.boolValue == true, let prev = value["timeline"]?["prev_batch"]?.stringValue {
-                    events = try await backfill(room: room, from: prev) + events
+                let events = value["timeline"]?["events"]?.arrayValue ?? []
+                if let since, value["timeline"]?["limited"]?.boolValue == true || planned + events.count > max(budget, 1) && planned > 0 {
+                    gaps.append(CatchUpPoint.Gap(room: room, from: since))
+                    continue
                 }
+                planned += events.count
                 timeline.append((room, events))
                 for receipt in receipts(value["ephemeral"]?["events"]?.arrayValue ?? [], room: room) {
                     changes.append((receipt.ts, order, .read(receipt.json)))
@@ -125,7 +172,7 @@ extension MatrixBackend {
                 order += 1
             }
         }
-        return changes.sorted { ($0.ts, $0.order) < ($1.ts, $1.order) }.map(\.change)
+        return (changes.sorted { ($0.ts, $0.order) < ($1.ts, $1.order) }.map(\.change), gaps)
     }
 
     /// The `m.read` receipts of an `m.receipt` ephemeral event, as `messagesRead` shapes them.
@@ -148,31 +195,6 @@ extension MatrixBackend {
             }
         }
         return out
-    }
-
-    /// Events before `from` in `room`, oldest first, back to the first one the cache knows.
-    func backfill(room: String, from token: String) async throws(BackendError) -> [JSONValue] {
-        var pages: [[JSONValue]] = []
-        var from = token
-        let ids = identities
-        for _ in 0..<configuration.gapFillPages {
-            let answer = try await call("GET", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(room))/messages",
-                                        query: [("dir", "b"), ("from", from), ("limit", "100")])
-            let chunk = answer.json["chunk"]?.arrayValue ?? []
-            var page: [JSONValue] = []
-            var reachedKnown = false
-            for event in chunk {
-                if let id = event["event_id"]?.stringValue, ids.existingId(for: MatrixIds.ref(room: room, event: id)) != nil {
-                    reachedKnown = true
-                    break
-                }
-                page.append(event)
-            }
-            pages.append(page.reversed())
-            guard !reachedKnown, let end = answer.json["end"]?.stringValue, !end.isEmpty, end != from, !chunk.isEmpty else { break }
-            from = end
-        }
-        return pages.reversed().flatMap { $0 }
     }
 
     /// One room's timeline events as changes (with each one's time).
@@ -310,7 +332,7 @@ extension MatrixBackend {
                 guard let next = answer.json["next_batch"]?.stringValue, !next.isEmpty, next.utf8.count <= 4096 else {
                     throw MatrixHTTP.bad("the sync answer has no next_batch")
                 }
-                for change in try await process(sync: answer.json, fillGaps: false) {
+                for change in try await process(sync: answer.json, since: nil).changes {
                     guard state.withLock({ $0.connection == generation }) else { return }
                     switch change {
                     case .message(let m, let ownEcho): if !ownEcho { continuation.yield(.messageReceived(m)) }
@@ -333,6 +355,60 @@ extension MatrixBackend {
                 if drop { continuation.yield(.disconnected) }
                 return
             }
+        }
+    }
+}
+
+/// A catch-up part-way through: the old sync point, the point the `/sync` reached, and the rooms
+/// still to read forward from their `from` token up to `next`. Its token (`cvm1.` + base64url
+/// JSON) is what the engine stores, so a restart resumes mid-gap.
+struct CatchUpPoint: Sendable, Equatable {
+    struct Gap: Sendable, Equatable {
+        var room: String
+        var from: String
+    }
+
+    static let prefix = "cvm1."
+    /// The engine stores tokens up to 4096 bytes.
+    static let maxTokenBytes = 4000
+
+    var since: String
+    var next: String
+    var gaps: [Gap]
+
+    init(since: String, next: String, gaps: [Gap]) {
+        self.since = since
+        self.next = next
+        self.gaps = gaps
+    }
+
+    init?(token: String) {
+        guard token.hasPrefix(Self.prefix), token.utf8.count <= 4096 else { return nil }
+        var text = String(token.dropFirst(Self.prefix.count)).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while text.count % 4 != 0 { text += "=" }
+        guard let data = Data(base64Encoded: text), let json = try? JSONValue(jsonData: data),
+              let since = json["s"]?.stringValue, !since.isEmpty, let next = json["n"]?.stringValue, !next.isEmpty,
+              let list = json["g"]?.arrayValue else { return nil }
+        var gaps: [Gap] = []
+        for item in list {
+            guard let pair = item.arrayValue, pair.count == 2, let room = pair[0].stringValue, MatrixIds.isRoomId(room),
+                  let from = pair[1].stringValue, !from.isEmpty, from.utf8.count <= 1024 else { return nil }
+            gaps.append(Gap(room: room, from: from))
+        }
+        self.init(since: since, next: next, gaps: gaps)
+    }
+
+    /// The token; gaps that would take it past `maxTokenBytes` are left out (their rooms' missed
+    /// events then come with the next read of the room, not the catch-up).
+    var token: String {
+        var kept = gaps
+        while true {
+            let json: JSONValue = ["s": .string(since), "n": .string(next),
+                                   "g": .array(kept.map { [.string($0.room), .string($0.from)] })]
+            let text = Self.prefix + json.jsonData().base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            if text.utf8.count <= Self.maxTokenBytes || kept.isEmpty { return text }
+            kept.removeLast()
         }
     }
 }

@@ -106,17 +106,35 @@ final class MatrixBackendTests: XCTestCase {
         }
     }
 
-    func testAGapInTheCatchUpIsFilledFromTheRoomsHistory() async throws {
-        let (alice, _, bob, room) = try await groupRoom()
+    func testAGapInTheCatchUpIsReadForwardInOrderAndResumesAfterARestart() async throws {
+        let (alice, session, bob, room) = try await groupRoom()
         let point = try await alice.latestSyncPoint()
-        for i in 1...12 { try await bob.sendText("m\(i)", room: room) }
-        // A timeline limit of 5 leaves the room `limited`: the rest is read back with /messages.
-        let page = try await alice.changes(since: point.nextToken, limit: 5)
-        let texts = page.changes.compactMap { change -> String? in
-            guard case .messageUpserted(let m) = change else { return nil }
-            return m["data"]?["text"]?.stringValue
+        for i in 1...130 { try await bob.sendText("m\(i)", room: room) }
+        // More than a catch-up's timeline holds: the room comes back as a gap, read forward from
+        // the old point in pages of the engine's limit, every page resumable from its token.
+        var texts: [String] = []
+        var token = point.nextToken
+        var pages = 0
+        var restarted = false
+        while pages < 50 {
+            // A relaunch half-way: a new backend resumes from the stored token alone.
+            let reader = pages == 2 && !restarted ? try await backend(session) : alice
+            if reader !== alice { restarted = true }
+            let page = try await reader.changes(since: token, limit: 40)
+            pages += 1
+            texts += page.changes.compactMap { change -> String? in
+                guard case .messageUpserted(let m) = change else { return nil }
+                return m["data"]?["text"]?.stringValue
+            }
+            XCTAssertLessThanOrEqual(page.changes.count, 40 * 5, "within the engine's page ceiling")
+            XCTAssertLessThanOrEqual(page.nextToken.utf8.count, 4096, "a token the engine can store")
+            token = page.nextToken
+            if !page.hasMore { break }
         }
-        XCTAssertEqual(texts, (1...12).map { "m\($0)" })
+        XCTAssertTrue(restarted)
+        XCTAssertEqual(texts, (1...130).map { "m\($0)" }, "every message once, oldest first")
+        let after = try await alice.changes(since: token, limit: 40)
+        XCTAssertTrue(after.changes.isEmpty, "the last page's token is the server's present")
     }
 
     func testPagesOfARoomGoBothWaysFromAMessage() async throws {

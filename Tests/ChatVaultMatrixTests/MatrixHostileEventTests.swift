@@ -106,3 +106,19 @@ final class MatrixMediaURLTests: XCTestCase {
         }
     }
 }
+
+/// The catch-up's resumable tokens: they round-trip, refuse what is not theirs, and fit the
+/// engine's 4096-byte column whatever the number of gaps.
+final class CatchUpPointTests: XCTestCase {
+    func testTokensRoundTripRefuseGarbageAndStayWithinTheEnginesLimit() {
+        let point = CatchUpPoint(since: "s1_2_3", next: "s9_9_9", gaps: [.init(room: "!a:x", from: "s1_2_3"), .init(room: "!b:x", from: "t5-6")])
+        XCTAssertEqual(CatchUpPoint(token: point.token), point)
+        for bad in ["cvm1.", "cvm1.!!!", "cvm1." + Data("[]".utf8).base64EncodedString(), "cvm1." + Data(#"{"s":"a","n":"b","g":[["not-a-room","f"]]}"#.utf8).base64EncodedString(),
+                    "cvm1." + String(repeating: "A", count: 5000)] {
+            XCTAssertNil(CatchUpPoint(token: bad), bad.prefix(40).description)
+        }
+        let many = CatchUpPoint(since: "s", next: "n", gaps: (0..<500).map { .init(room: "!room\($0):example.org", from: String(repeating: "t", count: 40)) })
+        XCTAssertLessThanOrEqual(many.token.utf8.count, CatchUpPoint.maxTokenBytes)
+        XCTAssertGreaterThan(CatchUpPoint(token: many.token)?.gaps.count ?? 0, 10)
+    }
+}
