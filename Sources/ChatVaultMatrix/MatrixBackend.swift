@@ -69,6 +69,9 @@ public final class MatrixBackend: ChatBackend {
         continuation.finish()
     }
 
+    /// Requests made so far and where their time went (for benchmarks).
+    public var statistics: MatrixCallStatistics { http.statistics.withLock { $0 } }
+
     /// The signed-in device (its access token too: keep it secret).
     public var session: MatrixSession { state.withLock { $0.session } }
 

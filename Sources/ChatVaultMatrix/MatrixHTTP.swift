@@ -1,8 +1,20 @@
 import ChatVault
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+
+/// Where a backend's time went, for benchmarks: requests made, seconds waiting for answers
+/// (network and server), seconds parsing JSON.
+public struct MatrixCallStatistics: Sendable, Equatable {
+    public var requests = 0
+    public var networkSeconds = 0.0
+    public var jsonSeconds = 0.0
+    public var bytes = 0
+
+    public init() {}
+}
 
 /// HTTP to a homeserver's client-server API: JSON in, JSON out, every failure a `BackendError`.
 ///
@@ -17,6 +29,7 @@ final class MatrixHTTP: Sendable {
     let session: URLSession
     let maxResponseBytes: Int
     let requestTimeout: TimeInterval
+    let statistics = Mutex(MatrixCallStatistics())
 
     static let badResponse = "ERR_MATRIX_BAD_RESPONSE"
 
@@ -101,8 +114,16 @@ final class MatrixHTTP: Sendable {
     }
 
     private func perform(_ request: URLRequest) async throws(BackendError) -> (Data, URLResponse) {
+        let started = ContinuousClock.now
         do {
-            return try await session.data(for: request)
+            let answer = try await session.data(for: request)
+            let elapsed = ContinuousClock.now - started
+            statistics.withLock { s in
+                s.requests += 1
+                s.networkSeconds += Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                s.bytes += answer.0.count
+            }
+            return answer
         } catch let error as URLError {
             switch error.code {
             case .timedOut: throw .timedOut
@@ -120,7 +141,7 @@ final class MatrixHTTP: Sendable {
         let json: JSONValue
         if data.isEmpty {
             json = .object([:])
-        } else if let parsed = try? JSONValue(jsonData: data) {
+        } else if let parsed = timedParse(data) {
             json = parsed
         } else if (200..<300).contains(http.statusCode) {
             throw Self.bad("the answer is not JSON")
@@ -135,6 +156,14 @@ final class MatrixHTTP: Sendable {
         }
         guard case .object = json else { throw Self.bad("the answer is not a JSON object") }
         return Answer(status: http.statusCode, json: json, serverTime: time)
+    }
+
+    private func timedParse(_ data: Data) -> JSONValue? {
+        let started = ContinuousClock.now
+        let parsed = try? JSONValue(jsonData: data)
+        let elapsed = ContinuousClock.now - started
+        statistics.withLock { $0.jsonSeconds += Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18 }
+        return parsed
     }
 
     static func bad(_ why: String) -> BackendError {

@@ -16,6 +16,7 @@ let usage = """
       bench     open [--runs N] [--messages M] [--keystore …] [--process-runs P] [--large-messages L] [--json]
       bench     reads [--runs N] [--messages M] [--conversations C] [--json]
       bench     outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json]
+      bench     matrix [--messages N] [--json]
       version
 
     Common options: --app ID (default \(CommonOptions.defaultApplicationId)), --key-dir K (key files for --keystore file).

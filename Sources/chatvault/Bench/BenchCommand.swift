@@ -3,11 +3,12 @@ import VaultKeys
 import VaultStore
 
 /// `chatvault bench <benchmark> …`: benchmarks of the budgets in
-/// shared/reference/performance-budget.md: `open`, `reads`, `outbox`, `sync` and `media`.
+/// shared/reference/performance-budget.md: `open`, `reads`, `outbox`, `sync` and `media`; and
+/// `matrix`, the catch-up from a real Synapse beside the simulator's.
 enum BenchCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
         guard let benchmark = raw.first, !benchmark.hasPrefix("-") else {
-            throw CLIError.usage("bench needs a benchmark: chatvault bench open [--runs N] [--messages M] [--keystore secret-service|file|memory] [--process-runs P] [--large-messages L] [--json], chatvault bench reads [--runs N] [--messages M] [--conversations C] [--json], chatvault bench outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json], chatvault bench sync [--runs N] [--messages M] [--quick] [--json], or chatvault bench media [--runs N] [--files F] [--messages M] [--quick] [--json]")
+            throw CLIError.usage("bench needs a benchmark: chatvault bench open [--runs N] [--messages M] [--keystore secret-service|file|memory] [--process-runs P] [--large-messages L] [--json], chatvault bench reads [--runs N] [--messages M] [--conversations C] [--json], chatvault bench outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json], chatvault bench sync [--runs N] [--messages M] [--quick] [--json], chatvault bench media [--runs N] [--files F] [--messages M] [--quick] [--json], or chatvault bench matrix [--messages N] [--json]")
         }
         switch benchmark {
         case "open": return try await OpenBenchCommand.run(Array(raw.dropFirst()))
@@ -15,7 +16,8 @@ enum BenchCommand {
         case "outbox": return try await OutboxBenchCommand.run(Array(raw.dropFirst()))
         case "sync": return try await SyncBenchCommand.run(Array(raw.dropFirst()))
         case "media": return try await MediaBenchCommand.run(Array(raw.dropFirst()))
-        default: throw CLIError.usage("unknown benchmark '\(benchmark)'; available: open, reads, outbox, sync, media")
+        case "matrix": return try await MatrixSyncBenchCommand.run(Array(raw.dropFirst()))
+        default: throw CLIError.usage("unknown benchmark '\(benchmark)'; available: open, reads, outbox, sync, media, matrix")
         }
     }
 }
