@@ -1,5 +1,6 @@
 import ChatVault
 import ChatVaultMatrix
+import ChatVaultTesting
 import Foundation
 import XCTest
 
@@ -213,6 +214,41 @@ final class MatrixBackendTests: XCTestCase {
             XCTFail("an id the map never gave is unknown")
         } catch {
             XCTAssertEqual(error, .server(status: 404, code: "ERR_NOT_FOUND", message: "no Matrix event is known for this message id"))
+        }
+    }
+
+    func testMediaRoundTripsAndARevokedTokenIsTheTyped401() async throws {
+        let (session, _) = try await TestHomeserver.session("frank")
+        let backend = try await backend(session)
+        let dir = TemporaryDirectory()
+        let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try bytes.write(to: URL(fileURLWithPath: dir.path + "/clip.bin"))
+        let attachment = try await backend.uploadMedia(path: dir.path + "/clip.bin", name: "clip.bin", mimeType: "application/octet-stream")
+        let url = try XCTUnwrap(attachment["url"]?.stringValue)
+        XCTAssertTrue(url.hasPrefix("mxc://"))
+        XCTAssertEqual(attachment["size"]?.intValue, Int64(bytes.count))
+        let stream = try await backend.downloadMedia(url: url)
+        var received = Data()
+        for try await chunk in stream.chunks { received += chunk }
+        XCTAssertEqual(received, bytes)
+        do {
+            _ = try await backend.downloadMedia(url: "mxc://localhost/doesNotExist")
+            XCTFail("an unknown media id must be refused")
+        } catch {
+            guard case .server(404, _, _) = error else { return XCTFail("\(error)") }
+        }
+        try await MatrixAccount.logout(homeserver: try TestHomeserver.url(), session: session)
+        do {
+            _ = try await backend.downloadMedia(url: url)
+            XCTFail("a revoked token must be refused")
+        } catch {
+            guard case .server(401, _, _) = error else { return XCTFail("\(error)") }
+        }
+        do {
+            _ = try await backend.resignMediaURL(url, messageId: 1)
+            XCTFail("mxc URLs do not expire: the 401 is reported, not retried")
+        } catch {
+            guard case .server(401, "M_UNKNOWN_TOKEN", _) = error else { return XCTFail("\(error)") }
         }
     }
 
