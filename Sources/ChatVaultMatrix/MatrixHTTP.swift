@@ -6,7 +6,8 @@ import FoundationNetworking
 #endif
 
 /// Where a backend's time went, for benchmarks: requests made, seconds waiting for answers
-/// (network and server), seconds parsing JSON.
+/// (network and server), seconds parsing JSON. The realtime long-poll, which waits by design, is
+/// not counted.
 public struct MatrixCallStatistics: Sendable, Equatable {
     public var requests = 0
     public var networkSeconds = 0.0
@@ -86,7 +87,8 @@ final class MatrixHTTP: Sendable {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.httpBody = body.jsonData()
         }
-        let (data, response) = try await perform(request)
+        // A long-poll (its own, longer timeout) waits by design: not counted as waiting.
+        let (data, response) = try await perform(request, counted: timeout == nil)
         return try answer(data, response)
     }
 
@@ -113,16 +115,16 @@ final class MatrixHTTP: Sendable {
         return (data, http.value(forHTTPHeaderField: "Content-Type"))
     }
 
-    private func perform(_ request: URLRequest) async throws(BackendError) -> (Data, URLResponse) {
+    private func perform(_ request: URLRequest, counted: Bool = true) async throws(BackendError) -> (Data, URLResponse) {
         let started = ContinuousClock.now
         do {
             let answer = try await session.data(for: request)
             let elapsed = ContinuousClock.now - started
-            statistics.withLock { s in
+            if counted { statistics.withLock { s in
                 s.requests += 1
                 s.networkSeconds += Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
                 s.bytes += answer.0.count
-            }
+            } }
             return answer
         } catch let error as URLError {
             switch error.code {

@@ -82,6 +82,17 @@ final class MatrixVaultTests: XCTestCase {
         }
     }
 
+    /// Alice's engine logged in over Matrix (logged out at teardown), its first sweep done: the
+    /// sync point is at the server's present.
+    func loggedIn(_ session: MatrixSession, homeserver: URL? = nil) async throws -> Harness {
+        let h = try Harness(session: session, homeserver: homeserver)
+        addTeardownBlock { await h.vault.logout() }
+        await h.login()
+        try await h.wait("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
+        await h.vault.waitForSyncIdle()
+        return h
+    }
+
     func groupRoom(for alice: MatrixSession) async throws -> (bob: RawMatrixClient, room: String) {
         let (bobSession, _) = try await TestHomeserver.session("bob")
         let bob = RawMatrixClient(session: bobSession)
@@ -93,12 +104,7 @@ final class MatrixVaultTests: XCTestCase {
     func testMessagesSentWhileAwayAreCaughtUpIntoTheCacheAndKeepTheirIdsAcrossARestart() async throws {
         let (session, _) = try await TestHomeserver.session("alice")
         let (bob, room) = try await groupRoom(for: session)
-        let h = try Harness(session: session)
-        addTeardownBlock { await h.vault.logout() }
-        await h.login()
-        // The first sweep sets the sync point at the server's present.
-        try await h.wait("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
-        await h.vault.waitForSyncIdle()
+        let h = try await loggedIn(session)
         await h.vault.logout()
 
         try await bob.sendText("while away 1", room: room)
@@ -188,11 +194,7 @@ final class MatrixVaultTests: XCTestCase {
         let bob = RawMatrixClient(session: bobSession, server: server.url)
         let room = try await bob.createRoom(name: "Team", invite: [session.userId])
         try await RawMatrixClient(session: session, server: server.url).join(room)
-        let h = try Harness(session: session, homeserver: server.url)
-        addTeardownBlock { await h.vault.logout() }
-        await h.login()
-        try await h.wait("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
-        await h.vault.waitForSyncIdle()
+        let h = try await loggedIn(session, homeserver: server.url)
 
         server.stop()
         let pending = Mutex(false)
@@ -231,11 +233,7 @@ final class MatrixVaultTests: XCTestCase {
     func testMediaGoesUpAndComesBackThroughTheEncryptedMediaCache() async throws {
         let (session, _) = try await TestHomeserver.session("alice")
         let (bob, room) = try await groupRoom(for: session)
-        let h = try Harness(session: session)
-        addTeardownBlock { await h.vault.logout() }
-        await h.login()
-        try await h.wait("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
-        await h.vault.waitForSyncIdle()
+        let h = try await loggedIn(session)
 
         // Alice sends a photo through the outbox: uploaded, then an m.image event bob can fetch.
         let marker = "MATRIX-MEDIA-MARKER-" + UUID().uuidString
@@ -287,11 +285,7 @@ final class MatrixVaultTests: XCTestCase {
     func testEditsDeletesReactionsAndBlocksGoBothWaysThroughTheEngine() async throws {
         let (session, _) = try await TestHomeserver.session("alice")
         let (bob, room) = try await groupRoom(for: session)
-        let h = try Harness(session: session)
-        addTeardownBlock { await h.vault.logout() }
-        await h.login()
-        try await h.wait("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
-        await h.vault.waitForSyncIdle()
+        let h = try await loggedIn(session)
 
         // Alice's own message: edited, reacted to, deleted through the engine; bob sees each.
         let sent = Mutex<TextMessage?>(nil)

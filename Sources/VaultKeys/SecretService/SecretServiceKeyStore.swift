@@ -195,23 +195,37 @@ public struct SecretServiceKeyStore: KeyStore {
         let attributes = query.merging([Attribute.keyId: keyId]) { _, new in new }
         let prompt = unlockPrompt
         let outcome = run("storing a key") { calls, context throws(SecretCallError) -> KeyStoreError? in
-            let collection: String
-            switch try Self.defaultCollection(calls, context, prompt: prompt) {
-            case .success(let path): collection = path
-            case .failure(let error): return error
+            try Self.replaceItem(query, prompt: prompt, calls, context) { (collection) throws(SecretCallError) -> String in
+                // The hex digits exist only in this scratch buffer (zeroed when it returns) and in
+                // libsecret's secure memory; never in a String.
+                try key.withHexDigits { (hex) throws(SecretCallError) -> String in
+                    try calls.createItem(inCollection: collection, label: label, attributes: attributes,
+                                         secret: hex, contentType: Self.contentType, context)
+                }
             }
-            let previous = try calls.searchItems(query, context)
-            // The hex digits exist only in this scratch buffer (zeroed when it returns) and in
-            // libsecret's secure memory; never in a String.
-            let created = try key.withHexDigits { (hex) throws(SecretCallError) -> String in
-                try calls.createItem(inCollection: collection, label: label, attributes: attributes,
-                                     secret: hex, contentType: Self.contentType, context)
-            }
-            for path in previous.unlocked where path != created {
-                try Self.deleteIgnoringMissing(path, calls, context)
-            }
-            return nil
         }
+        try Self.settle(outcome)
+    }
+
+    /// Creates the new item in the `default` collection (through `create`, given its path), then
+    /// deletes the older items matching `query`: a failure never leaves no item at all.
+    static func replaceItem(_ query: [String: String], prompt: Bool, _ calls: any SecretServiceCalls, _ context: SecretCallContext,
+                            create: (String) throws(SecretCallError) -> String) throws(SecretCallError) -> KeyStoreError? {
+        let collection: String
+        switch try defaultCollection(calls, context, prompt: prompt) {
+        case .success(let path): collection = path
+        case .failure(let error): return error
+        }
+        let previous = try calls.searchItems(query, context)
+        let created = try create(collection)
+        for path in previous.unlocked where path != created {
+            try deleteIgnoringMissing(path, calls, context)
+        }
+        return nil
+    }
+
+    /// Throws what a store operation ended with, if anything.
+    static func settle(_ outcome: Result<KeyStoreError?, KeyStoreError>) throws(KeyStoreError) {
         switch outcome {
         case .success(nil): return
         case .success(let error?): throw error

@@ -69,30 +69,18 @@ extension SecretServiceKeyStore: CredentialStore {
         let query = Self.credentialQuery(id)
         let prompt = unlockPrompt
         let outcome = run("storing a credential") { calls, context throws(SecretCallError) -> KeyStoreError? in
-            let collection: String
-            switch try Self.defaultCollection(calls, context, prompt: prompt) {
-            case .success(let path): collection = path
-            case .failure(let error): return error
-            }
-            let previous = try calls.searchItems(query, context)
             var bytes = Array(secret.utf8)
             defer { for i in bytes.indices { bytes[i] = 0 } }
-            let created = try bytes.withUnsafeBytes { raw in
-                Result { () throws(SecretCallError) -> String in
-                    try calls.createItem(inCollection: collection, label: label, attributes: query, secret: raw,
-                                         contentType: Self.contentType, context)
-                }
-            }.get()
-            for path in previous.unlocked where path != created {
-                try Self.deleteIgnoringMissing(path, calls, context)
+            return try Self.replaceItem(query, prompt: prompt, calls, context) { (collection) throws(SecretCallError) -> String in
+                try bytes.withUnsafeBytes { raw in
+                    Result { () throws(SecretCallError) -> String in
+                        try calls.createItem(inCollection: collection, label: label, attributes: query, secret: raw,
+                                             contentType: Self.contentType, context)
+                    }
+                }.get()
             }
-            return nil
         }
-        switch outcome {
-        case .success(nil): return
-        case .success(let error?): throw error
-        case .failure(let error): throw error
-        }
+        try Self.settle(outcome)
     }
 
     public func lookupCredential(_ id: CredentialItemID) -> CredentialLookup {
