@@ -331,6 +331,25 @@ final class MatrixVaultTests: XCTestCase {
         XCTAssertNotNil(ignored["ignored_users"]?[bob.session.userId])
     }
 
+    func testTheConversationListIsTwoPhaseAndNamesRoomsAndDirectChats() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        let (bob, room) = try await groupRoom(for: session)
+        try await bob.sendText("in the group", room: room)
+        let h = try await loggedIn(session)
+        let sent = Mutex<TextMessage?>(nil)
+        h.vault.sendTextMessage(message: TextMessage(receiverUid: bob.session.userId, text: "direct", receiverType: .user),
+                                onMessagePending: { _ in }, onMessageSent: { m in sent.withLock { $0 = m } }, onError: { _ in })
+        try await h.wait("the direct send") { sent.withLock { $0 != nil } }
+        let first = await ConversationRequest.ConversationRequestBuilder(limit: 30, vault: h.vault).build().fetchNext()
+        let online = try first.server.get()
+        let ids = Set(online.compactMap(\.conversationId))
+        XCTAssertEqual(ids, ["group_\(room)", [session.userId, bob.session.userId].sorted().joined(separator: "_user_")])
+        XCTAssertEqual(online.first?.conversationId, [session.userId, bob.session.userId].sorted().joined(separator: "_user_"),
+                       "the newest conversation first")
+        let second = await ConversationRequest.ConversationRequestBuilder(limit: 30, vault: h.vault).build().fetchNext()
+        XCTAssertEqual(Set((second.cached ?? []).compactMap(\.conversationId)), ids, "the list is cached for the next read")
+    }
+
     func testPagesAreTwoPhaseOnlineAndCachedOnlyOffline() async throws {
         let (session, _) = try await TestHomeserver.session("alice")
         let (bob, room) = try await groupRoom(for: session)
