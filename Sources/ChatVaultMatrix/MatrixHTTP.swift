@@ -46,6 +46,10 @@ final class MatrixHTTP: Sendable {
         session = URLSession(configuration: configuration)
     }
 
+    deinit {
+        session.finishTasksAndInvalidate()
+    }
+
     /// What an answer carried.
     struct Answer: Sendable {
         var status: Int

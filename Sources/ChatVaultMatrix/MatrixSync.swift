@@ -299,9 +299,13 @@ extension MatrixBackend {
             return s.connection
         }
         continuation.yield(.connected)
+        // The loop holds the backend only for one poll at a time: a backend the app drops ends it.
         let task = Task { [weak self] in
-            guard let self else { return }
-            await self.poll(from: start, generation: generation)
+            var since = start
+            while !Task.isCancelled {
+                guard let backend = self, let next = await backend.pollOnce(since: since, generation: generation) else { return }
+                since = next
+            }
         }
         state.withLock { s in
             if s.connection == generation { s.loop = task } else { task.cancel() }
@@ -320,41 +324,41 @@ extension MatrixBackend {
 
     /// The long-poll loop of one connection: ends (and reports `.disconnected`) on the first
     /// failure; the engine reconnects with its backoff.
-    private func poll(from token: String, generation: Int) async {
-        var since = token
+    /// One long-poll of a connection: delivers what it brought and answers the next point, or nil
+    /// when the connection is over (superseded, or failed: then `.disconnected` is reported and the
+    /// engine reconnects with its backoff).
+    private func pollOnce(since: String, generation: Int) async -> String? {
         let wait = configuration.pollTimeoutMs
-        while !Task.isCancelled {
-            do {
-                let answer = try await call("GET", "/_matrix/client/v3/sync", query: [
-                    ("since", since), ("timeout", String(wait)), ("filter", Self.syncFilter(timelineLimit: 100, receipts: true)),
-                ], timeout: TimeInterval(wait) / 1000 + configuration.requestTimeout)
-                guard state.withLock({ $0.connection == generation }) else { return }
-                guard let next = answer.json["next_batch"]?.stringValue, !next.isEmpty, next.utf8.count <= 4096 else {
-                    throw MatrixHTTP.bad("the sync answer has no next_batch")
-                }
-                for change in try await process(sync: answer.json, since: nil).changes {
-                    guard state.withLock({ $0.connection == generation }) else { return }
-                    switch change {
-                    case .message(let m, let ownEcho): if !ownEcho { continuation.yield(.messageReceived(m)) }
-                    case .edited(let m): continuation.yield(.messageEdited(m))
-                    case .deleted(_, _, let m?): continuation.yield(.messageDeleted(m))
-                    case .reacted(let r, _, _): continuation.yield(.reactionAdded(r))
-                    case .read(let r): continuation.yield(.messagesRead(r))
-                    case .deleted, .left: continue
-                    }
-                }
-                since = next
-            } catch {
-                let drop = state.withLock { s -> Bool in
-                    guard s.connection == generation else { return false }
-                    s.connection += 1
-                    s.connected = false
-                    s.loop = nil
-                    return true
-                }
-                if drop { continuation.yield(.disconnected) }
-                return
+        do {
+            let answer = try await call("GET", "/_matrix/client/v3/sync", query: [
+                ("since", since), ("timeout", String(wait)), ("filter", Self.syncFilter(timelineLimit: 100, receipts: true)),
+            ], timeout: TimeInterval(wait) / 1000 + configuration.requestTimeout)
+            guard state.withLock({ $0.connection == generation }) else { return nil }
+            guard let next = answer.json["next_batch"]?.stringValue, !next.isEmpty, next.utf8.count <= 4096 else {
+                throw MatrixHTTP.bad("the sync answer has no next_batch")
             }
+            for change in try await process(sync: answer.json, since: nil).changes {
+                guard state.withLock({ $0.connection == generation }) else { return nil }
+                switch change {
+                case .message(let m, let ownEcho): if !ownEcho { continuation.yield(.messageReceived(m)) }
+                case .edited(let m): continuation.yield(.messageEdited(m))
+                case .deleted(_, _, let m?): continuation.yield(.messageDeleted(m))
+                case .reacted(let r, _, _): continuation.yield(.reactionAdded(r))
+                case .read(let r): continuation.yield(.messagesRead(r))
+                case .deleted, .left: continue
+                }
+            }
+            return next
+        } catch {
+            let drop = state.withLock { s -> Bool in
+                guard s.connection == generation else { return false }
+                s.connection += 1
+                s.connected = false
+                s.loop = nil
+                return true
+            }
+            if drop { continuation.yield(.disconnected) }
+            return nil
         }
     }
 }

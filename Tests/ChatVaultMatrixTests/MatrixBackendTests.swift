@@ -193,6 +193,22 @@ final class MatrixBackendTests: XCTestCase {
         try await heard.wait(for: "disconnected") { $0.contains(.disconnected) }
     }
 
+    func testABackendDroppedWhileConnectedEndsItsLongPoll() async throws {
+        let (session, _) = try await TestHomeserver.session("gina")
+        var configuration = MatrixConfiguration()
+        configuration.pollTimeoutMs = 200
+        weak var dropped: MatrixBackend?
+        do {
+            let backend = MatrixBackend(homeserver: try TestHomeserver.url(), session: session, configuration: configuration)
+            dropped = backend
+            try await backend.connect()
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while dropped != nil && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        XCTAssertNil(dropped, "the realtime loop must not keep a dropped backend (and its polls) alive")
+    }
+
     func testEditAndDeleteOfOwnMessagesRoundTripTheirIds() async throws {
         let identities = MemoryMessageIdentities()
         let (_, session, bob, room) = try await groupRoom()
