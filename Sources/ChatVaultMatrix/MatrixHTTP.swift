@@ -93,8 +93,19 @@ final class MatrixHTTP: Sendable {
         }
         // A long-poll (its own, longer timeout) waits by design: not counted as waiting.
         let (data, response) = try await perform(request, counted: timeout == nil)
+        // Rate limited with a short `retry_after_ms`: wait it out once, then try again; a longer
+        // wait (or a second 429) goes to the engine as a transient error, for its own backoff.
+        if let http = response as? HTTPURLResponse, http.statusCode == 429,
+           let delay = (try? JSONValue(jsonData: data))?["retry_after_ms"]?.intValue, delay > 0, delay <= Self.maxRetryAfterMs {
+            do { try await Task.sleep(for: .milliseconds(delay)) } catch { throw .timedOut }
+            let (again, againResponse) = try await perform(request, counted: timeout == nil)
+            return try answer(again, againResponse)
+        }
         return try answer(data, response)
     }
+
+    /// The longest `retry_after_ms` waited out inside one call.
+    static let maxRetryAfterMs: Int64 = 5_000
 
     /// Uploads raw bytes (media).
     func upload(_ path: String, query: [(String, String)], body: Data, contentType: String, token: String?) async throws(BackendError) -> Answer {

@@ -142,12 +142,21 @@ final class MatrixHostileServerTests: XCTestCase {
         let server = try HostileServer(Self.baseline)
         let backend = try await backend(server, timeout: 1)
         var script = Self.baseline
-        script[Self.sync] = Self.answer(#"{"errcode":"M_LIMIT_EXCEEDED","error":"slow down","retry_after_ms":2000}"#, status: 429)
+        script[Self.sync] = Self.answer(#"{"errcode":"M_LIMIT_EXCEEDED","error":"slow down","retry_after_ms":400}"#, status: 429)
         try server.set(script)
+        let began = Date()
         do { _ = try await backend.changes(since: "s1", limit: 10); XCTFail() } catch {
             XCTAssertEqual(error, .server(status: 429, code: "M_LIMIT_EXCEEDED", message: "slow down"))
             XCTAssertTrue(error.isTransient)
         }
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(began), 0.4, "a short retry_after_ms is waited out once before giving up")
+        script[Self.sync] = Self.answer(#"{"errcode":"M_LIMIT_EXCEEDED","error":"slow down","retry_after_ms":600000}"#, status: 429)
+        try server.set(script)
+        let longBegan = Date()
+        do { _ = try await backend.changes(since: "s1", limit: 10); XCTFail() } catch {
+            XCTAssertTrue(error.isTransient)
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(longBegan), 5, "a long retry_after_ms is the engine's to wait, not a hung call")
         script[Self.sync] = Self.answer("<html>bad gateway</html>", status: 503)
         try server.set(script)
         do { _ = try await backend.changes(since: "s1", limit: 10); XCTFail() } catch {
