@@ -159,7 +159,8 @@ extension MatrixBackend {
             } else {
                 o["conversationWith"] = ["guid": .string(room), "type": "private", "hasJoined": true]
             }
-            items.append((updatedAt, .object(o)))
+            // Ordered by the last message's id: it follows the server time to 16 ms (seconds tie).
+            items.append((last["id"]?.intValue ?? updatedAt, .object(o)))
         }
         let sorted = items.sorted { $0.0 > $1.0 }.map(\.1)
         return WirePage(items: Array(sorted.prefix(max(query.limit, 1))), nextCursor: nil)

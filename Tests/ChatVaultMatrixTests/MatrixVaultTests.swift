@@ -335,6 +335,7 @@ final class MatrixVaultTests: XCTestCase {
         let (session, _) = try await TestHomeserver.session("alice")
         let (bob, room) = try await groupRoom(for: session)
         try await bob.sendText("in the group", room: room)
+        try await Task.sleep(for: .milliseconds(1100)) // the lists order by whole seconds first
         let h = try await loggedIn(session)
         let sent = Mutex<TextMessage?>(nil)
         h.vault.sendTextMessage(message: TextMessage(receiverUid: bob.session.userId, text: "direct", receiverType: .user),
