@@ -187,12 +187,17 @@ final class MatrixHTTP: Sendable {
         .server(status: 502, code: badResponse, message: why)
     }
 
-    private static func httpDate(_ text: String) -> Int64? {
+    /// One formatter for every answer's `Date` header (making one costs more than parsing).
+    private static let dateFormatter: Mutex<DateFormatter> = {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: text) else { return nil }
+        return Mutex(formatter)
+    }()
+
+    private static func httpDate(_ text: String) -> Int64? {
+        guard let date = dateFormatter.withLock({ $0.date(from: text) }) else { return nil }
         let seconds = date.timeIntervalSince1970
         guard seconds.isFinite, seconds >= 0, seconds < Double(WireLimits.maxWireNumber) else { return nil }
         return Int64(seconds)

@@ -418,8 +418,9 @@ extension ReadHarness {
 
 /// A backend that runs a hook once, after the server answered a blocked-users page and before
 /// the engine gets it: the page is then stale.
-final class HookedBackend: ChatBackend {
+final class HookedBackend: ForwardingBackend {
     let client: SimulatedClient
+    var forwardee: any ChatBackend { client }
     private let hook = Mutex<(@Sendable () async -> Void)?>(nil)
 
     init(_ client: SimulatedClient) { self.client = client }
@@ -432,39 +433,6 @@ final class HookedBackend: ChatBackend {
         return page
     }
 
-    func login(userId: String) async throws(BackendError) -> BackendSession { try await client.login(userId: userId) }
-    func logout() async { await client.logout() }
-    func messages(_ query: MessageQuery) async throws(BackendError) -> WirePage { try await client.messages(query) }
-    func threads(_ query: ThreadQuery) async throws(BackendError) -> WirePage { try await client.threads(query) }
-    func conversations(_ query: ConversationQuery) async throws(BackendError) -> WirePage { try await client.conversations(query) }
-    func users(_ query: UserQuery) async throws(BackendError) -> WirePage { try await client.users(query) }
-    func groups(_ query: GroupQuery) async throws(BackendError) -> WirePage { try await client.groups(query) }
-    func groupMembers(_ query: GroupMemberQuery) async throws(BackendError) -> WirePage { try await client.groupMembers(query) }
-    func bannedGroupMembers(_ query: GroupMemberQuery) async throws(BackendError) -> WirePage { try await client.bannedGroupMembers(query) }
-    func reactions(_ query: ReactionQuery) async throws(BackendError) -> WirePage { try await client.reactions(query) }
-    func notificationFeed(_ query: FeedQuery) async throws(BackendError) -> WirePage { try await client.notificationFeed(query) }
-    func message(id: Int) async throws(BackendError) -> JSONValue { try await client.message(id: id) }
-    func conversation(with id: String, type: ConversationType) async throws(BackendError) -> JSONValue {
-        try await client.conversation(with: id, type: type)
-    }
-    func send(_ message: JSONValue, localMessageId: String) async throws(BackendError) -> JSONValue {
-        try await client.send(message, localMessageId: localMessageId)
-    }
-    func editMessage(id: Int, changes: JSONValue) async throws(BackendError) -> JSONValue {
-        try await client.editMessage(id: id, changes: changes)
-    }
-    func deleteMessage(id: Int) async throws(BackendError) -> JSONValue { try await client.deleteMessage(id: id) }
-    func addReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue {
-        try await client.addReaction(messageId: messageId, reaction: reaction)
-    }
-    func removeReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue {
-        try await client.removeReaction(messageId: messageId, reaction: reaction)
-    }
-    func uploadMedia(path: String, name: String, mimeType: String) async throws(BackendError) -> JSONValue {
-        try await client.uploadMedia(path: path, name: name, mimeType: mimeType)
-    }
-    func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { try await client.blockUsers(uids) }
-    func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { try await client.unblockUsers(uids) }
     /// Answers `changes` in the simulator's place while set (hostile change logs).
     let scriptedChanges = Mutex<(@Sendable (String?, Int) -> ChangeLogPage)?>(nil)
 
@@ -472,14 +440,8 @@ final class HookedBackend: ChatBackend {
         if let script = scriptedChanges.withLock({ $0 }) { return script(token, limit) }
         return try await client.changes(since: token, limit: limit)
     }
-    // `latestSyncPoint()` is ChatBackend's default: it pages `changes` to the log's end.
-    func downloadMedia(url: String) async throws(BackendError) -> MediaStream { try await client.downloadMedia(url: url) }
-    func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String {
-        try await client.resignMediaURL(url, messageId: messageId)
-    }
-    func connect() async throws(BackendError) { try await client.connect() }
-    func disconnect() async { await client.disconnect() }
-    var events: AsyncStream<RealtimeEvent> { client.events }
+    /// Pages this backend's own `changes` (scripted or not) to the log's end, as before.
+    func latestSyncPoint() async throws(BackendError) -> ChangeLogPage { try await pagedLatestSyncPoint() }
 }
 
 /// An engine over a `HookedBackend`, otherwise as `ReadHarness`; alice blocked bob.

@@ -256,6 +256,12 @@ extension ChatBackend {
     public func attach(identities: any MessageIdentities) {}
 
     public func latestSyncPoint() async throws(BackendError) -> ChangeLogPage {
+        try await pagedLatestSyncPoint()
+    }
+
+    /// The default `latestSyncPoint()`: pages `changes(since: nil, …)` to its end and drops what it
+    /// reads (for a wrapper that answers `changes` itself and wants the point to follow them).
+    public func pagedLatestSyncPoint() async throws(BackendError) -> ChangeLogPage {
         var token: String?
         // Bounded: a backend that never reaches the end of its log is a fault, not a loop.
         for _ in 0..<100_000 {

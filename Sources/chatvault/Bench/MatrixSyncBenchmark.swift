@@ -40,51 +40,23 @@ enum MatrixSyncBenchCommand {
 
     /// Forwards to a backend and counts the time spent in its change-log calls; a fixed sync point
     /// stands for the "latest" one, so the engine's first sweep starts just before the messages.
-    final class TimedBackend: ChatBackend {
-        let inner: any ChatBackend
+    final class TimedBackend: ForwardingBackend {
+        let forwardee: any ChatBackend
         let start: ChangeLogPage
         let spent = Mutex(0.0)
-        var events: AsyncStream<RealtimeEvent> { inner.events }
 
         init(_ inner: any ChatBackend, start: ChangeLogPage) {
-            self.inner = inner
+            forwardee = inner
             self.start = start
         }
 
         func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage {
             let began = ContinuousClock.now
             defer { let d = ContinuousClock.now - began; spent.withLock { $0 += d.seconds } }
-            return try await inner.changes(since: token, limit: limit)
+            return try await forwardee.changes(since: token, limit: limit)
         }
 
         func latestSyncPoint() async throws(BackendError) -> ChangeLogPage { start }
-        func attach(identities: any MessageIdentities) { inner.attach(identities: identities) }
-        func login(userId: String) async throws(BackendError) -> BackendSession { try await inner.login(userId: userId) }
-        func logout() async { await inner.logout() }
-        func messages(_ q: MessageQuery) async throws(BackendError) -> WirePage { try await inner.messages(q) }
-        func threads(_ q: ThreadQuery) async throws(BackendError) -> WirePage { try await inner.threads(q) }
-        func conversations(_ q: ConversationQuery) async throws(BackendError) -> WirePage { try await inner.conversations(q) }
-        func users(_ q: UserQuery) async throws(BackendError) -> WirePage { try await inner.users(q) }
-        func blockedUsers(_ q: BlockedUserQuery) async throws(BackendError) -> WirePage { try await inner.blockedUsers(q) }
-        func groups(_ q: GroupQuery) async throws(BackendError) -> WirePage { try await inner.groups(q) }
-        func groupMembers(_ q: GroupMemberQuery) async throws(BackendError) -> WirePage { try await inner.groupMembers(q) }
-        func bannedGroupMembers(_ q: GroupMemberQuery) async throws(BackendError) -> WirePage { try await inner.bannedGroupMembers(q) }
-        func reactions(_ q: ReactionQuery) async throws(BackendError) -> WirePage { try await inner.reactions(q) }
-        func notificationFeed(_ q: FeedQuery) async throws(BackendError) -> WirePage { try await inner.notificationFeed(q) }
-        func message(id: Int) async throws(BackendError) -> JSONValue { try await inner.message(id: id) }
-        func conversation(with id: String, type: ConversationType) async throws(BackendError) -> JSONValue { try await inner.conversation(with: id, type: type) }
-        func send(_ m: JSONValue, localMessageId: String) async throws(BackendError) -> JSONValue { try await inner.send(m, localMessageId: localMessageId) }
-        func editMessage(id: Int, changes: JSONValue) async throws(BackendError) -> JSONValue { try await inner.editMessage(id: id, changes: changes) }
-        func deleteMessage(id: Int) async throws(BackendError) -> JSONValue { try await inner.deleteMessage(id: id) }
-        func addReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue { try await inner.addReaction(messageId: messageId, reaction: reaction) }
-        func removeReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue { try await inner.removeReaction(messageId: messageId, reaction: reaction) }
-        func uploadMedia(path: String, name: String, mimeType: String) async throws(BackendError) -> JSONValue { try await inner.uploadMedia(path: path, name: name, mimeType: mimeType) }
-        func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { try await inner.blockUsers(uids) }
-        func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] { try await inner.unblockUsers(uids) }
-        func downloadMedia(url: String) async throws(BackendError) -> MediaStream { try await inner.downloadMedia(url: url) }
-        func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String { try await inner.resignMediaURL(url, messageId: messageId) }
-        func connect() async throws(BackendError) { try await inner.connect() }
-        func disconnect() async { await inner.disconnect() }
     }
 
     static func run(_ raw: [String]) async throws -> Int32 {
