@@ -124,7 +124,9 @@ final class CLIVerbTests: XCTestCase {
                 let report = try CLI.run(["open", "--dir", dir.path, "--user", "frank", "--app", app, "--failure-behavior", behavior, "--json"],
                                          wrapper: wrapper, environment: env).json()
                 XCTAssertEqual(report["outcome"] as? String, "unavailable", "\(name) \(behavior)")
-                XCTAssertEqual(report["unavailableReason"] as? String, name == "no bus" ? "noBus" : "noProvider")
+                XCTAssertEqual(report["unavailableReason"] as? String, "keyStoreMissing")
+                let detail = report["detail"] as? String ?? ""
+                XCTAssertTrue(detail.contains("secret-service") && detail.contains(name == "no bus" ? "noBus" : "noProvider"), detail)
                 XCTAssertEqual((report["resets"] as? [Any])?.count, 0)
             }
         }

@@ -74,7 +74,9 @@ final class OpenProcedureTests: XCTestCase {
                 try h.createSeeded(messages: 3, pending: 1)
                 h.keyStore.simulate(reason)
                 let report = h.open(h.configuration(behavior: behavior), expect: "unavailable")
-                XCTAssertEqual(report.outcome, .unavailable(.keyStore(reason)), "\(reason) under \(behavior)")
+                // A store that is missing altogether (no bus, no provider) is named: the key is elsewhere.
+                let expected: UnavailableReason = reason.meansStoreMissing ? .keyStoreMissing(store: "memory", reason) : .keyStore(reason)
+                XCTAssertEqual(report.outcome, .unavailable(expected), "\(reason) under \(behavior)")
                 XCTAssertTrue(report.resets.isEmpty)
                 XCTAssertEqual(CipherProof.header(of: h.directory.database), .opaque, "never a plaintext cache beside it")
                 h.keyStore.simulate(nil)

@@ -75,7 +75,7 @@ public final class OfflineVault: Sendable {
     public let wireLimits: WireLimits
     private let keyStores: [any KeyStore]
     private let resetListeners = ListenerRegistry<any OfflineCacheResetListener>()
-    private let session = Mutex(Session())
+    let session = Mutex(Session())
     /// An eviction run is scheduled (see `scheduleEviction`).
     let evictionPending = Mutex(false)
     /// The outbox's live sends, claims and passes (the rows are in the cache).
@@ -95,7 +95,7 @@ public final class OfflineVault: Sendable {
     /// When each conversation's opening was last written (`conversation_opened`), this session.
     let openedConversations = OpenedConversations()
     /// Login, logout, retries and clears run one at a time, in order, on this queue.
-    private let lifecycle = DispatchQueue(label: "chatvault.lifecycle")
+    let lifecycle = DispatchQueue(label: "chatvault.lifecycle")
 
     struct Session {
         var userId: String?
@@ -324,7 +324,7 @@ public final class OfflineVault: Sendable {
 
     /// Closes the open (or still delivering) cache, if any, and invalidates timers and pending
     /// deliveries (on the lifecycle queue).
-    private func closeLocked(state: OfflineState) {
+    func closeLocked(state: OfflineState) {
         let cache = session.withLock { s -> VaultCache? in
             s.generation += 1
             s.retryToken += 1
@@ -335,7 +335,7 @@ public final class OfflineVault: Sendable {
         cache?.close()
     }
 
-    private func storeConfiguration(directory: CacheDirectory, userId: String, countsTowardEscalation: Bool,
+    func storeConfiguration(directory: CacheDirectory, userId: String, countsTowardEscalation: Bool,
                                     integrityCheckLimit: Int64?) -> StoreConfiguration {
         var store = StoreConfiguration(directory: directory, applicationId: settings.applicationId, account: directory.account,
                                        keyLabel: "\(settings.applicationName) offline cache key (\(Self.labelSafe(userId)))",
@@ -361,7 +361,7 @@ public final class OfflineVault: Sendable {
     /// queue does not wait for the callback executor (a GLib app's main loop may not drain
     /// Dispatch's main queue): the new cache is held, not serving, until the executor has run the
     /// reset listeners and flipped the state. A later login or logout closes it meanwhile.
-    private func attemptOpen(generation: Int, countsTowardEscalation: Bool, integrityCheckLimit: Int64? = nil,
+    func attemptOpen(generation: Int, countsTowardEscalation: Bool, integrityCheckLimit: Int64? = nil,
                              done: @escaping @Sendable (OpenAttempt) -> Void) {
         guard let (userId, directory) = session.withLock({ s -> (String, CacheDirectory)? in
             guard s.generation == generation, let user = s.userId, let dir = s.directory else { return nil }

@@ -72,11 +72,24 @@ public final class VaultCache: Sendable {
     /// that exits right after logout while the check is still inside SQLCipher can crash at
     /// exit (seen in `bench open`, about 1 child in 100).
     public func close() {
+        guard shutDown() else { return }
+        lock.release()
+    }
+
+    /// Closes the connections (after a full checkpoint: the WAL is empty) but keeps the directory
+    /// lock, and returns it: a key change works on the closed files with no other process or
+    /// instance able to open them meanwhile. Nil when the cache was already closed.
+    package func closeKeepingLock() -> DirectoryLock? {
+        shutDown() ? lock : nil
+    }
+
+    /// Stops the background check and closes the connections; false when already closed.
+    private func shutDown() -> Bool {
         let wasClosed = closed.withLock { state in
             defer { state = true }
             return state
         }
-        guard !wasClosed else { return }
+        guard !wasClosed else { return false }
         stop.raise()
         let retired = background.withLock { state -> DatabaseQueue? in
             defer { state = .none }
@@ -87,7 +100,7 @@ public final class VaultCache: Sendable {
         reader.close()
         _ = try? writer.sync { db in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
         writer.close()
-        lock.release()
+        return true
     }
 
     deinit { close() }

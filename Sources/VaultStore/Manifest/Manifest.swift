@@ -7,8 +7,11 @@ public import VaultKeys
 /// of a fixed label under the key: it tells a right key from a wrong one without opening the
 /// database, and reveals nothing about the key.
 public struct Manifest: Codable, Sendable, Equatable {
-    /// The manifest format this code writes and understands.
-    public static let currentFormatVersion = 1
+    /// The newest manifest format this code understands. A manifest is written as format 1 unless
+    /// a key change is in progress (`keyChange`): then as format 2, so that an older ChatVault,
+    /// which would not finish the change, leaves the cache alone (`newerManifest`) instead of
+    /// taking a half-rotated database for a wrong key.
+    public static let currentFormatVersion = 2
 
     public var formatVersion: Int
     /// A random identifier of this cache (a UUID); it names the key item.
@@ -30,6 +33,9 @@ public struct Manifest: Codable, Sendable, Equatable {
     public var consecutiveUnclassifiedFailures: Int
     /// The SQLite result code of the last unclassified failure, for the audit.
     public var lastFailureCode: Int32?
+    /// A key rotation or key move that has started and not finished (key ids and store names,
+    /// never keys). Every open finishes or rolls it back before anything else (`KeyChange`).
+    public var keyChange: KeyChange?
 
     public init(cacheId: String, encrypted: Bool, keyStorage: KeyStorageTier, keyStore: String?, keyId: String?,
                 keyCheck: String?, cipherProfile: CipherProfile?, createdAt: Date) {
@@ -55,6 +61,9 @@ public struct Manifest: Codable, Sendable, Equatable {
                   let profile = cipherProfile, profile.isWellFormed,
                   let keyId, KeyItemNames.isSafeComponent(keyId) else { return false }
             if let keyStore, !KeyItemNames.isSafeComponent(keyStore) { return false }
+        }
+        if let keyChange {
+            guard encrypted, keyChange.isWellFormed else { return false }
         }
         return true
     }
@@ -107,7 +116,9 @@ public enum ManifestFile {
     public static func write(_ manifest: Manifest, directory: String) throws(SecureFileError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let data = (try? encoder.encode(manifest)) ?? Data()
+        var written = manifest
+        written.formatVersion = manifest.keyChange == nil ? 1 : 2
+        let data = (try? encoder.encode(written)) ?? Data()
         try SecureFiles.writeAtomically("\(directory)/\(name)", data: Array(data) + [0x0a])
     }
 

@@ -198,6 +198,7 @@ struct OpenProcedure {
         // Finish what a crash interrupted before looking at anything.
         try quarantine.rollForward()
         Salvage.removeLeftovers(in: dir)
+        try resumeKeyChange()
         removeMigrationLeftovers()
 
         let header = CipherProof.header(of: dir.database)
@@ -253,9 +254,14 @@ struct OpenProcedure {
     mutating func verifiedKey(for manifest: Manifest, onLost: OfflineCacheResetReason, onWrong: OfflineCacheResetReason) throws -> (CacheKey?, (any KeyStore)?) {
         guard engine.isAvailable else { throw OpenStop.unavailable(.cipherUnavailable) }
         guard let store = KeyStoreSelection.store(for: manifest, among: config.keyStores) else {
+            if let name = manifest.keyStore, config.keyStores.contains(where: { $0.tier == manifest.keyStorage }) {
+                throw OpenStop.unavailable(.keyStoreMissing(store: name, nil))
+            }
             throw OpenStop.unavailable(.keyStorageNotAccepted(manifest.keyStorage))
         }
         switch store.lookup(itemID(manifest.cacheId)) {
+        case .unavailable(let reason) where reason.meansStoreMissing:
+            throw OpenStop.unavailable(.keyStoreMissing(store: store.name, reason))
         case .unavailable(let reason):
             throw OpenStop.unavailable(.keyStore(reason))
         case .absent:

@@ -128,11 +128,7 @@ extension OpenProcedure {
     /// The export writes a full copy beside the original: refuse early (as a full disk) when the
     /// file system cannot hold it with a margin, rather than fail halfway.
     private mutating func requireRoomForACopy() throws {
-        var fs = statvfs()
-        guard statvfs(dir.path, &fs) == 0 else { return }
-        let free = Int64(fs.f_bavail) * Int64(fs.f_frsize)
-        let needed = 2 * (CacheDirectory.fileSize(dir.database) + CacheDirectory.fileSize(dir.wal)) + (1 << 20)
-        if free < needed {
+        if let (needed, free) = EncryptionMigration.shortfallForACopy(dir) {
             notes.append("the encryption change needs about \(needed >> 10) KiB free; \(free >> 10) KiB are")
             throw OpenStop.unavailable(.diskFull)
         }
@@ -195,7 +191,8 @@ extension OpenProcedure {
         var blocked: KeyUnavailableReason?
         for store in config.keyStores {
             switch store.items(applicationId: config.applicationId, account: config.account) {
-            case .items(let list): candidates += list.map { (store, $0) }
+            // A rotation's staging item holds a key no manifest names (KeyChange).
+            case .items(let list): candidates += list.filter { !$0.id.cacheId.hasSuffix(KeyChange.stagingSuffix) }.map { (store, $0) }
             case .unavailable(let reason): blocked = blocked ?? reason
             }
         }
@@ -292,6 +289,16 @@ enum EncryptionMigration {
         }
         try db.execute("DETACH DATABASE migration")
         return counts
+    }
+
+    /// (needed, free) bytes when the file system cannot hold a copy of the database with a margin
+    /// (an export writes a full copy beside the original); nil when it can, or cannot be asked.
+    static func shortfallForACopy(_ dir: CacheDirectory) -> (Int64, Int64)? {
+        var fs = statvfs()
+        guard statvfs(dir.path, &fs) == 0 else { return nil }
+        let free = Int64(fs.f_bavail) * Int64(fs.f_frsize)
+        let needed = 2 * (CacheDirectory.fileSize(dir.database) + CacheDirectory.fileSize(dir.wal)) + (1 << 20)
+        return free < needed ? (needed, free) : nil
     }
 
     static func rowCounts(_ db: Database) throws -> [String: Int64] {

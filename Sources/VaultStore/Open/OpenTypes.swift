@@ -81,6 +81,11 @@ public enum UnavailableReason: Sendable, Equatable, CustomStringConvertible {
     case cipherUnavailable
     /// The key is in a tier the app no longer accepts.
     case keyStorageNotAccepted(KeyStorageTier)
+    /// The manifest names a key store this session does not have: none of that name is
+    /// configured, or it reports itself missing (no bus, no Secret Service provider: the desktop
+    /// changed). The key is not lost, it is elsewhere: configure that store again, or move the key
+    /// from a session that has it (`chatvault key move`). Never a reset.
+    case keyStoreMissing(store: String, KeyUnavailableReason?)
     /// The manifest was written by a newer ChatVault.
     case newerManifest(Int)
     /// The database schema was written by a newer ChatVault (an app downgrade): left alone.
@@ -104,6 +109,7 @@ public enum UnavailableReason: Sendable, Equatable, CustomStringConvertible {
         case .unsafeFiles: return "unsafeFiles"
         case .cipherUnavailable: return "cipherUnavailable"
         case .keyStorageNotAccepted: return "keyStorageNotAccepted"
+        case .keyStoreMissing: return "keyStoreMissing"
         case .newerManifest: return "newerManifest"
         case .newerSchema: return "newerSchema"
         case .migrationFailed: return "migrationFailed"
@@ -122,6 +128,9 @@ public enum UnavailableReason: Sendable, Equatable, CustomStringConvertible {
         case .unsafeFiles(let why): return "refused unsafe cache files: \(why)"
         case .cipherUnavailable: return "the cache is encrypted but no cipher engine is linked"
         case .keyStorageNotAccepted(let tier): return "the key is kept in the \(tier.rawValue) tier, which the app does not accept"
+        case .keyStoreMissing(let store, let reason):
+            return "the key is kept in the \(store) key store, which this session does not have" + (reason.map { " (\($0.rawValue))" } ?? "")
+                + "; configure it again, or move the key with 'chatvault key move' where it is reachable"
         case .newerManifest(let v): return "the cache was written by a newer ChatVault (manifest format \(v))"
         case .newerSchema(let v): return "the cache was written by a newer ChatVault (schema version \(v))"
         case .migrationFailed(let code): return "changing the cache's encryption failed (SQLite \(code)); the cache is unchanged"

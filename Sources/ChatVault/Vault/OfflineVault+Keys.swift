@@ -1,0 +1,57 @@
+public import VaultStore
+
+/// Key management for the logged-in user's cache (`KeyManager`): rotation and moving the key
+/// between stores. Each closes the cache, makes the change with the cache's lock held (a crash at
+/// any instant is finished or rolled back by the next open), and opens the cache again; the state
+/// is `.opening` meanwhile, and the outbox and sync resume on the reopened cache.
+extension OfflineVault {
+    /// Replaces the cache's key with a new random one and rewrites the cache under it.
+    ///
+    ///     let report = try await vault.rotateOfflineCacheKey()
+    ///     print(report.newKeyId)         // an id, never the key
+    ///
+    /// - Throws: `KeyManagementError`: `.unavailable` (locked keyring, full disk, busy…: nothing
+    ///   changed, try again later), `.notEncrypted`, `.noCache` (nobody logged in), or
+    ///   `.unfinished` (past the point of no return: the reopen already finished it).
+    public func rotateOfflineCacheKey() async throws(KeyManagementError) -> KeyChangeReport {
+        try await changeKey { configuration throws(KeyManagementError) in try KeyManager.rotate(configuration) }
+    }
+
+    /// Moves the cache's key to another configured store (`"secret-service"`, `"file"`, or a
+    /// custom store's name); `getOfflineEncryptionStatus()["keyStorage"]` follows.
+    public func moveOfflineCacheKey(toStore name: String) async throws(KeyManagementError) -> KeyChangeReport {
+        try await changeKey { configuration throws(KeyManagementError) in try KeyManager.move(configuration, to: name) }
+    }
+
+    /// Runs a key change on the lifecycle queue between a close and a reopen of the cache.
+    private func changeKey(_ change: @escaping @Sendable (StoreConfiguration) throws(KeyManagementError) -> KeyChangeReport)
+        async throws(KeyManagementError) -> KeyChangeReport {
+        let result: Result<KeyChangeReport, KeyManagementError> = await withCheckedContinuation { continuation in
+            lifecycle.async {
+                let (userId, directory, state) = self.session.withLock { ($0.userId, $0.directory, $0.state) }
+                guard let userId, let directory else { return continuation.resume(returning: .failure(.noCache)) }
+                guard self.config.enabled, self.config.encryption else { return continuation.resume(returning: .failure(.notEncrypted)) }
+                switch state {
+                case .ready: break
+                case .unavailable(let reason): return continuation.resume(returning: .failure(.unavailable(reason)))
+                case .opening: return continuation.resume(returning: .failure(.unavailable(.cacheInUse(pid: nil))))
+                default: return continuation.resume(returning: .failure(.notEncrypted))
+                }
+                self.closeLocked(state: .opening)
+                let configuration = self.storeConfiguration(directory: directory, userId: userId, countsTowardEscalation: false,
+                                                            integrityCheckLimit: nil)
+                let outcome: Result<KeyChangeReport, KeyManagementError>
+                do throws(KeyManagementError) {
+                    outcome = .success(try change(configuration))
+                } catch {
+                    outcome = .failure(error)
+                }
+                let generation = self.session.withLock { $0.generation }
+                self.attemptOpen(generation: generation, countsTowardEscalation: false) { _ in
+                    continuation.resume(returning: outcome)
+                }
+            }
+        }
+        return try result.get()
+    }
+}
