@@ -11,6 +11,8 @@ let usage = """
       open      --dir D --user U [--encryption on|off] [--failure-behavior onlineOnly|plaintextFallback] [--integrity-wait S] [--keystore …] [--json]
       status    --dir D [--user U] [--marker TEXT] [--json]
       outbox    --dir D --user U [--keystore …] [--json]
+      key       rotate --dir D --user U [--keystore …] [--json]
+      key       move --dir D --user U --to secret-service|file [--key-dir K] [--json]
       demo      [--story outbox|reconnect] [--messages N] [--json]
       demo      --matrix [--homeserver URL --user @U:SERVER [--password-file F]] [--messages N] [--json]
       bench     open [--runs N] [--messages M] [--keystore …] [--process-runs P] [--large-messages L] [--json]
@@ -32,6 +34,7 @@ do {
     case "open": status = try await OpenCommand.run(rest)
     case "status": status = try StatusCommand.run(rest)
     case "outbox": status = try await OutboxCommand.run(rest)
+    case "key": status = try await KeyCommand.run(rest)
     case "demo": status = try await DemoCommand.run(rest)
     case OutboxStressCommand.verb: status = try await OutboxStressCommand.run(rest)
     case MatrixSendStressCommand.verb: status = try await MatrixSendStressCommand.run(rest)
