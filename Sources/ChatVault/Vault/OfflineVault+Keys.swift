@@ -1,3 +1,4 @@
+public import VaultKeys
 public import VaultStore
 
 /// Key management for the logged-in user's cache (`KeyManager`): rotation and moving the key
@@ -23,10 +24,45 @@ extension OfflineVault {
         try await changeKey { configuration throws(KeyManagementError) in try KeyManager.move(configuration, to: name) }
     }
 
+    /// Makes a recovery secret for the cache (opt-in): show `report.secret.formatted` to the user
+    /// once, to write down; it is never stored or shown again. When the key is later lost or
+    /// wrong, the reset happens as usual and `recoverOfflineCache(secret:)` brings the old cache
+    /// back. Takes about half a second (the key derivation). A new secret replaces the old one.
+    public func createOfflineRecoverySecret() async throws(KeyManagementError) -> RecoverySecretReport {
+        try await changeKey { configuration throws(KeyManagementError) in try KeyManager.createRecoverySecret(configuration) }
+    }
+
+    /// Restores the quarantined cache the user's recovery secret opens, messages and outbox, as
+    /// the current cache; the unsent messages of the cache it replaces are merged in, the rest of
+    /// that cache is set aside (its other rows are copies of the server's). The key is stored again.
+    ///
+    ///     let secret = try RecoverySecret(parsing: typed)       // a typo: .checksumMismatch
+    ///     let report = try await vault.recoverOfflineCache(secret: secret)
+    ///
+    /// - Throws: `.wrongSecret` (nothing changed; attempts are not limited, each takes the key
+    ///   derivation's time), `.noRecoverableCache`, `.unavailable`.
+    public func recoverOfflineCache(secret: RecoverySecret) async throws(KeyManagementError) -> CacheRestoreReport {
+        try await changeKey { configuration throws(KeyManagementError) in try KeyManager.recover(configuration, secret: secret) }
+    }
+
+    /// The logged-in user's quarantined caches, newest first. Asks the key store whether each
+    /// one's key is present: blocks; call it off the main thread.
+    public func quarantinedOfflineCaches() -> [QuarantinedCache] {
+        let (userId, directory) = session.withLock { ($0.userId, $0.directory) }
+        guard let userId, let directory else { return [] }
+        return KeyManager.quarantined(storeConfiguration(directory: directory, userId: userId, countsTowardEscalation: false,
+                                                         integrityCheckLimit: nil))
+    }
+
+    /// Restores a quarantined cache whose key is back in its store (`OpenAttempt.restorableCaches`).
+    public func restoreQuarantinedOfflineCache(id: String) async throws(KeyManagementError) -> CacheRestoreReport {
+        try await changeKey { configuration throws(KeyManagementError) in try KeyManager.restore(configuration, entry: id) }
+    }
+
     /// Runs a key change on the lifecycle queue between a close and a reopen of the cache.
-    private func changeKey(_ change: @escaping @Sendable (StoreConfiguration) throws(KeyManagementError) -> KeyChangeReport)
-        async throws(KeyManagementError) -> KeyChangeReport {
-        let result: Result<KeyChangeReport, KeyManagementError> = await withCheckedContinuation { continuation in
+    private func changeKey<T: Sendable>(_ change: @escaping @Sendable (StoreConfiguration) throws(KeyManagementError) -> T)
+        async throws(KeyManagementError) -> T {
+        let result: Result<T, KeyManagementError> = await withCheckedContinuation { continuation in
             lifecycle.async {
                 let (userId, directory, state) = self.session.withLock { ($0.userId, $0.directory, $0.state) }
                 guard let userId, let directory else { return continuation.resume(returning: .failure(.noCache)) }
@@ -40,7 +76,7 @@ extension OfflineVault {
                 self.closeLocked(state: .opening)
                 let configuration = self.storeConfiguration(directory: directory, userId: userId, countsTowardEscalation: false,
                                                             integrityCheckLimit: nil)
-                let outcome: Result<KeyChangeReport, KeyManagementError>
+                let outcome: Result<T, KeyManagementError>
                 do throws(KeyManagementError) {
                     outcome = .success(try change(configuration))
                 } catch {

@@ -52,6 +52,9 @@ public struct OpenAttempt: Sendable {
     public let notes: [String]
     /// The open cache's id, when one is open.
     public let cacheId: String?
+    /// Quarantined caches whose key is back in its store (a keyring restored from backup):
+    /// `restoreQuarantinedOfflineCache(id:)` brings one back instead of letting it age out.
+    public internal(set) var restorableCaches: [String] = []
 }
 
 /// The offline engine for one app: per-user encrypted caches, the open procedure, honest status
@@ -373,7 +376,11 @@ public final class OfflineVault: Sendable {
                                                integrityCheckLimit: integrityCheckLimit)
         let report = CacheOpener.open(configuration)
         let newState = OfflineState(report.outcome)
-        let attempt = OpenAttempt(state: newState, resets: report.resets, notes: report.notes, cacheId: report.cache?.cacheId)
+        let attempt = {
+            var attempt = OpenAttempt(state: newState, resets: report.resets, notes: report.notes, cacheId: report.cache?.cacheId)
+            attempt.restorableCaches = report.restorable
+            return attempt
+        }()
         let held = session.withLock { s -> Bool in
             guard s.generation == generation else { return false }
             s.cache = report.cache

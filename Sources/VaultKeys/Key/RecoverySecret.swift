@@ -206,3 +206,48 @@ public struct WrappedCacheKey: Sendable, Equatable, Codable {
         return EVP_CipherFinal_ex(ctx, &scratch, &final) == 1
     }
 }
+
+/// A cache key sealed under another 256-bit key (a cache's recovery key): AES-256-GCM with the key
+/// id as associated data. Fast (no KDF): the slow step is unwrapping the recovery key itself with
+/// the user's secret (`WrappedCacheKey`), once per recovery.
+public struct SealedCacheKey: Sendable, Equatable, Codable {
+    public var keyId: String
+    public var nonce: Data
+    public var sealed: Data
+    public var tag: Data
+
+    public static func seal(_ key: CacheKey, keyId: String, under wrapping: CacheKey) throws(RecoverySecretError) -> SealedCacheKey {
+        OpenSSLLifetime.ensure()
+        var nonce = [UInt8](repeating: 0, count: 12)
+        guard RAND_bytes(&nonce, 12) == 1 else { throw .cryptoFailure }
+        var wrappingBytes = wrapping.withUnsafeBytes { Array($0) }
+        defer { for i in wrappingBytes.indices { wrappingBytes[i] = 0 } }
+        var sealed = [UInt8](repeating: 0, count: CacheKey.byteCount), tag = [UInt8](repeating: 0, count: 16)
+        let ok = key.withUnsafeBytes { plain in
+            WrappedCacheKey.gcm(encrypt: true, key: wrappingBytes, nonce: nonce, aad: Array(keyId.utf8), input: plain, output: &sealed, tag: &tag)
+        }
+        guard ok else { throw .cryptoFailure }
+        return SealedCacheKey(keyId: keyId, nonce: Data(nonce), sealed: Data(sealed), tag: Data(tag))
+    }
+
+    /// The key, or `.wrongSecret` when `wrapping` is not the key it was sealed under (or the record
+    /// was altered).
+    public func open(under wrapping: CacheKey) throws(RecoverySecretError) -> CacheKey {
+        guard nonce.count == 12, sealed.count == CacheKey.byteCount, tag.count == 16 else { throw .unreadableWrapping }
+        var wrappingBytes = wrapping.withUnsafeBytes { Array($0) }
+        defer { for i in wrappingBytes.indices { wrappingBytes[i] = 0 } }
+        var plain = [UInt8](repeating: 0, count: CacheKey.byteCount)
+        defer { for i in plain.indices { plain[i] = 0 } }
+        var tagBytes = Array(tag)
+        let opened = Array(sealed).withUnsafeBytes { input in
+            WrappedCacheKey.gcm(encrypt: false, key: wrappingBytes, nonce: Array(nonce), aad: Array(keyId.utf8), input: input,
+                                output: &plain, tag: &tagBytes)
+        }
+        guard opened else { throw .wrongSecret }
+        do {
+            return try plain.withUnsafeBytes { raw throws(KeyMaterialError) in try CacheKey.copying(raw) }
+        } catch {
+            throw .cryptoFailure
+        }
+    }
+}

@@ -135,11 +135,13 @@ public enum CacheRows {
     /// deleted content does not linger in free pages. Throws only if the delete itself failed
     /// (then nothing changed); the compaction is best effort (VACUUM needs free space).
     public static func clearAll(_ db: Database) throws {
-        // `message_refs` stays: an id an app may still hold must never name another message.
+        // `message_refs` stays: an id an app may still hold must never name another message. So
+        // does the recovery key (`RecoveryFile`): the user's recovery secret keeps working.
         try db.transaction {
-            for table in ["messages", "conversations", "outbox", "media", "list_snapshots", "kv", "blocked_users", "conversation_opened", "sync_state"] {
+            for table in ["messages", "conversations", "outbox", "media", "list_snapshots", "blocked_users", "conversation_opened", "sync_state"] {
                 try db.execute("DELETE FROM \(table)")
             }
+            try db.execute("DELETE FROM kv WHERE key NOT LIKE 'recovery.key.%'")
         }
         try? db.execute("VACUUM")
         try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -19,6 +19,15 @@ public enum KeyManagementError: Error, Sendable, Equatable, CustomStringConverti
     /// The change passed the point of no return and then stopped (the disk filled, the store
     /// closed): the cache is consistent, and its next open finishes the change.
     case unfinished(UnavailableReason)
+    /// No quarantine entry of that name.
+    case noSuchEntry(String)
+    /// The key that quarantined cache needs is not in its store (use its recovery secret).
+    case keyNotPresent(String)
+    /// No quarantined cache has a recovery file.
+    case noRecoverableCache
+    /// The recovery secret opens none of the quarantined caches (a typo is caught earlier, by the
+    /// secret's checksum). Attempts are not limited; each costs the key derivation's time.
+    case wrongSecret
     /// Test seam: the change stopped at a crash point, as if the process had been killed.
     case simulatedCrash
 
@@ -31,6 +40,10 @@ public enum KeyManagementError: Error, Sendable, Equatable, CustomStringConverti
         case .alreadyInStore: return "alreadyInStore"
         case .verificationFailed: return "verificationFailed"
         case .unfinished: return "unfinished"
+        case .noSuchEntry: return "noSuchEntry"
+        case .keyNotPresent: return "keyNotPresent"
+        case .noRecoverableCache: return "noRecoverableCache"
+        case .wrongSecret: return "wrongSecret"
         case .simulatedCrash: return "simulatedCrash"
         }
     }
@@ -44,6 +57,10 @@ public enum KeyManagementError: Error, Sendable, Equatable, CustomStringConverti
         case .alreadyInStore(let name): return "the key already is in the \(name) key store"
         case .verificationFailed(let what): return "\(what) did not verify; the change was abandoned and nothing changed"
         case .unfinished(let reason): return "the key change stopped past its point of no return (\(reason.code)); the cache's next open finishes it"
+        case .noSuchEntry(let id): return "there is no quarantined cache \(id)"
+        case .keyNotPresent(let id): return "the key of quarantined cache \(id) is not in its key store; its recovery secret can restore it ('chatvault recover')"
+        case .noRecoverableCache: return "no quarantined cache has a recovery file"
+        case .wrongSecret: return "this recovery secret opens none of the quarantined caches; nothing changed"
         case .simulatedCrash: return "stopped at a simulated crash point"
         }
     }
@@ -132,6 +149,7 @@ public enum KeyManager {
             try steps.put(newKey, keyId: newKeyId, in: store, staging, label: held.config.keyLabel + " (rotation in progress)")
             try crash(.rotateAfterStagingKey)
             peak = try exportVerified(steps, from: .encrypted(held.key, profile), to: .encrypted(newKey, profile))
+            try resealRecovery(steps, cacheId: manifest.cacheId, newKey: newKey, newKeyId: newKeyId, keying: .encrypted(newKey, profile))
             try crash(.rotateAfterExport)
             manifest.keyChange?.phase = .swapping
             try steps.write(manifest)
@@ -164,6 +182,7 @@ public enum KeyManager {
             try crash(.rotateAfterStagingRemoved)
             manifest.keyChange = nil
             try steps.write(manifest)
+            dropStaleSeals(steps, keepingKeyId: newKeyId)
         } catch {
             if case .simulatedCrash = error { throw .simulatedCrash }
             throw .unfinished(error.reason)
@@ -244,7 +263,7 @@ public enum KeyManager {
         let notes: [String]
     }
 
-    static func openForChange(_ configuration: StoreConfiguration) throws(KeyManagementError) -> Held {
+    static func openForChange(_ configuration: StoreConfiguration, creatingIfMissing: Bool = false) throws(KeyManagementError) -> Held {
         var config = configuration
         config.encryption = true
         config.failureBehavior = .onlineOnly
@@ -252,7 +271,7 @@ public enum KeyManager {
         guard dir.exists else { throw .noCache }
         switch ManifestFile.read(directory: dir.path) {
         case .valid(let manifest) where !manifest.encrypted: throw .notEncrypted
-        case .missing where !dir.hasDatabase: throw .noCache
+        case .missing where !dir.hasDatabase && !creatingIfMissing: throw .noCache
         default: break
         }
         let report = CacheOpener.open(config)
@@ -282,6 +301,40 @@ public enum KeyManager {
             lock.release()
             throw .unavailable(.keyStore(.other))
         }
+    }
+
+    /// A recovery file keeps opening the cache's key across a rotation: the new key is sealed under
+    /// the recovery key (read from the exported database) and added before the swap.
+    static func resealRecovery(_ steps: KeyChangeSteps, cacheId: String, newKey: CacheKey, newKeyId: String,
+                               keying: ConnectionKeying) throws(KeyStepError) {
+        guard var file = RecoveryFile.read(steps.dir.recovery), file.cacheId == cacheId else { return }
+        let recoveryKey: CacheKey?
+        do {
+            let db = try DatabaseQueue(path: steps.dir.migrationTarget, keying: keying, options: steps.config.connection, label: "reseal")
+            defer { db.close() }
+            recoveryKey = try db.sync { db in try RecoveryFile.storedRecoveryKey(file.recoveryKeyId, in: db) }
+        } catch {
+            throw .database(error)
+        }
+        guard let recoveryKey else { return }
+        do {
+            let seal = try SealedCacheKey.seal(newKey, keyId: newKeyId, under: recoveryKey)
+            file.cacheKeys = Array((file.cacheKeys.filter { $0.keyId != newKeyId } + [seal]).suffix(4))
+        } catch {
+            throw .keyStore(.other)
+        }
+        do {
+            try file.write(steps.dir.recovery)
+        } catch {
+            throw .file(error)
+        }
+    }
+
+    /// After a rotation, the recovery file keeps only the seal of the key in use.
+    static func dropStaleSeals(_ steps: KeyChangeSteps, keepingKeyId keyId: String) {
+        guard var file = RecoveryFile.read(steps.dir.recovery), file.cacheKeys.contains(where: { $0.keyId == keyId }) else { return }
+        file.cacheKeys.removeAll { $0.keyId != keyId }
+        try? file.write(steps.dir.recovery)
     }
 
     /// Exports the database under the new keying into `cache.db.next` and proves the copy: its

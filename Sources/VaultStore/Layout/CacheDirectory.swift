@@ -23,6 +23,8 @@ public struct CacheDirectory: Sendable, Equatable {
     public var shm: String { "\(path)/cache.db-shm" }
     public var manifest: String { "\(path)/\(ManifestFile.name)" }
     public var lockFile: String { "\(path)/lock" }
+    /// The cache key wrapped for the user's recovery secret (`RecoveryFile`), when one was made.
+    public var recovery: String { "\(path)/\(RecoveryFile.name)" }
     public var quarantine: String { "\(path)/quarantine" }
     /// Where an encryption migration writes the new database before it replaces the old one.
     public var migrationTarget: String { "\(path)/cache.db.next" }

@@ -127,7 +127,13 @@ struct OpenProcedure {
             let known = Set(resets.compactMap(\.quarantinedAs))
             let earlier = quarantine.unreportedResets().filter { !known.contains($0.quarantinedAs ?? "") }
             let outcome: OpenReport.Outcome = fallback.map { .plaintextFallback($0) } ?? .ready
-            return OpenReport(outcome: outcome, resets: earlier + resets, cache: cache, notes: notes)
+            let restorable = restorableEntries()
+            for name in restorable {
+                notes.append("quarantine/\(name) can be restored: the key it needs is in its store again ('chatvault quarantine restore \(name)')")
+            }
+            var report = OpenReport(outcome: outcome, resets: earlier + resets, cache: cache, notes: notes)
+            report.restorable = restorable
+            return report
         } catch let stop as OpenStop {
             removeEmptyCompanionsThisOpenCreated()
             lock?.release()
@@ -528,6 +534,16 @@ struct OpenProcedure {
     }
 
     // MARK: - Helpers
+
+    /// Entries set aside for a lost or wrong key whose key is back in its store. Asks the store
+    /// only when there are such entries (after a key reset, for the quarantine's lifetime).
+    func restorableEntries() -> [String] {
+        quarantine.entries().filter { entry in
+            guard let notice = entry.notice, notice.moving != true, notice.restoring != true, notice.replacedBy == nil,
+                  notice.reason == .keyLost || notice.reason == .wrongKey else { return false }
+            return Quarantine.keyPresent(entry, keyStores: config.keyStores, applicationId: config.applicationId, account: config.account) == true
+        }.map(\.name)
+    }
 
     func itemID(_ cacheId: String) -> KeyItemID {
         KeyItemID(applicationId: config.applicationId, account: config.account, cacheId: cacheId)

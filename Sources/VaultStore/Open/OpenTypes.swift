@@ -233,4 +233,7 @@ public struct OpenReport: Sendable {
     public let cache: VaultCache?
     /// Things worth telling the app or the audit (a repaired manifest, a key-tier fallback…).
     public let notes: [String]
+    /// Quarantined caches set aside for a lost or wrong key whose key is in its store again (a
+    /// keyring restored from backup): `KeyManager.restore(_:entry:)` brings one back.
+    public internal(set) var restorable: [String] = []
 }

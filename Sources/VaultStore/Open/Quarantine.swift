@@ -32,6 +32,12 @@ struct Quarantine {
         var moving: Bool?
         /// Plaintext database files are scrubbed rather than kept.
         var scrubPlaintext: Bool?
+        /// This entry's files are being moved back into the cache directory (a restore); an open
+        /// finishes the move when the directory is free of another cache, or abandons it.
+        var restoring: Bool?
+        /// Set aside to make room for a restored cache (that entry's name): not a reset, nothing
+        /// to announce; its unsent messages were merged into the restored cache.
+        var replacedBy: String?
     }
 
     static let noticeName = "reset.json"
@@ -40,7 +46,7 @@ struct Quarantine {
     /// cache directory whose manifest is still there always has its notice-bearing entry. The
     /// received media folder goes with the database (its rows and, when encrypted, its key live
     /// there); the outgoing copies stay, for the sends salvage keeps.
-    var movedFiles: [String] { directory.databaseFiles + [directory.media, directory.manifest] }
+    var movedFiles: [String] { directory.databaseFiles + [directory.media, directory.recovery, directory.manifest] }
 
     /// Why a reset could not set the files aside (the reset is abandoned, nothing deleted).
     struct Failure: Error {
@@ -48,12 +54,15 @@ struct Quarantine {
     }
 
     /// Moves the cache's files into a new entry; returns its path relative to the cache directory.
-    func setAside(reason: OfflineCacheResetReason, pendingMessagesLost: Int, keepPlaintext: Bool) throws(Failure) -> String {
+    func setAside(reason: OfflineCacheResetReason, pendingMessagesLost: Int, keepPlaintext: Bool,
+                  replacedBy: String? = nil) throws(Failure) -> String {
         let plaintext = CipherProof.header(of: directory.database) == .plaintext
-        let name = "\(Quarantine.stamp(now()))-\(reason.rawValue)-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+        let label = replacedBy == nil ? reason.rawValue : "replaced"
+        let name = "\(Quarantine.stamp(now()))-\(label)-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
         let entry = "\(directory.quarantine)/\(name)"
         var notice = Notice(reason: reason, pendingMessagesLost: pendingMessagesLost, at: now().timeIntervalSince1970,
-                            reported: false, moving: true, scrubPlaintext: plaintext && !keepPlaintext)
+                            reported: replacedBy != nil, moving: true, scrubPlaintext: plaintext && !keepPlaintext, restoring: nil,
+                            replacedBy: replacedBy)
         do throws(SecureFileError) {
             try SecureFiles.ensureDirectory(directory.quarantine)
             try SecureFiles.ensureDirectory(entry)
@@ -103,6 +112,56 @@ struct Quarantine {
                 throw Failure(error: error)
             }
         }
+        for entry in entries() where entry.notice?.restoring == true {
+            guard var notice = entry.notice else { continue }
+            do throws(SecureFileError) {
+                if directoryIsFree(ignoringFilesOf: entry.path) {
+                    try moveBack(entry)
+                } else {
+                    // The cache it was to replace is still in place: the restore is abandoned.
+                    notice.restoring = nil
+                    try Quarantine.write(notice, to: entry.path)
+                }
+            } catch {
+                throw Failure(error: error)
+            }
+        }
+    }
+
+    /// Whether the cache directory holds no cache of its own (files a restore already moved back
+    /// from `entry` do not count).
+    private func directoryIsFree(ignoringFilesOf entry: String) -> Bool {
+        var st = stat()
+        let manifestHere = lstat(directory.manifest, &st) == 0
+        let databaseHere = lstat(directory.database, &st) == 0
+        // A restore moves the manifest last: a manifest here means the move had finished, or
+        // another cache is here. A database without a manifest is the entry's when the entry no
+        // longer has one.
+        if manifestHere { return false }
+        if databaseHere { return lstat("\(entry)/cache.db", &st) != 0 }
+        return true
+    }
+
+    /// Moves a restored entry's files back into the cache directory (the manifest last, so the
+    /// cache is whole before it is named) and removes the entry.
+    func moveBack(_ entry: Entry) throws(SecureFileError) {
+        for file in movedFiles {
+            let name = (file as NSString).lastPathComponent
+            let source = "\(entry.path)/\(name)"
+            var st = stat()
+            guard lstat(source, &st) == 0 else { continue }
+            guard rename(source, file) == 0 else { throw .system(source, operation: "rename", errno: errno) }
+        }
+        try SecureFiles.syncDirectory(directory.path)
+        Quarantine.removeEntry(entry.path)
+        try? SecureFiles.syncDirectory(directory.quarantine)
+    }
+
+    /// Marks an entry as being restored (see `rollForward`).
+    func markRestoring(_ entry: Entry) throws(SecureFileError) {
+        guard var notice = entry.notice else { throw .notFound("\(entry.path)/\(Quarantine.noticeName)") }
+        notice.restoring = true
+        try Quarantine.write(notice, to: entry.path)
     }
 
     /// Records that the reset listener has been told about these entries.
@@ -118,7 +177,7 @@ struct Quarantine {
     /// Resets whose listeners have not been told yet (completed moves only).
     func unreportedResets() -> [CacheReset] {
         entries().compactMap { entry in
-            guard let notice = entry.notice, !notice.reported, notice.moving != true else { return nil }
+            guard let notice = entry.notice, !notice.reported, notice.moving != true, notice.replacedBy == nil else { return nil }
             return CacheReset(reason: notice.reason, pendingMessagesLost: notice.pendingMessagesLost, quarantinedAs: "quarantine/\(entry.name)")
         }
     }
@@ -151,10 +210,17 @@ struct Quarantine {
     /// has not been reported yet keeps its notice (its cache files still go).
     func prune(currentCacheId: String?, keyStores: [any KeyStore], applicationId: String, account: String,
                shouldStop: () -> Bool = { false }) {
-        let all = entries().filter { $0.notice?.moving != true }
+        let all = entries().filter { $0.notice?.moving != true && $0.notice?.restoring != true }
         let cutoff = now().addingTimeInterval(-policy.maxAge)
         var keep = all.filter { $0.createdAt >= cutoff }
-        if keep.count > policy.maxEntries { keep = Array(keep.suffix(policy.maxEntries)) }
+        if keep.count > policy.maxEntries {
+            // Over the count: what can still be restored (its key is back, or a recovery secret
+            // opens it) is kept before what cannot; the newest first within each.
+            let restorable = keep.filter { isRestorable($0, keyStores: keyStores, applicationId: applicationId, account: account) }
+            let names = Set(restorable.map(\.name))
+            let others = keep.filter { !names.contains($0.name) }
+            keep = Array((others + restorable).suffix(policy.maxEntries))
+        }
         let keptNames = Set(keep.map(\.name))
         for entry in all where !keptNames.contains(entry.name) {
             if shouldStop() { return }
@@ -163,6 +229,25 @@ struct Quarantine {
                 try? store.delete(KeyItemID(applicationId: applicationId, account: account, cacheId: old.cacheId))
             }
             Quarantine.removeEntry(entry.path, keepNotice: entry.notice.map { !$0.reported } ?? false)
+        }
+    }
+
+    /// Whether an entry could be restored now: it has a recovery file, or its key is in a store.
+    func isRestorable(_ entry: Entry, keyStores: [any KeyStore], applicationId: String, account: String) -> Bool {
+        var st = stat()
+        if lstat("\(entry.path)/\(RecoveryFile.name)", &st) == 0 { return true }
+        return Quarantine.keyPresent(entry, keyStores: keyStores, applicationId: applicationId, account: account) == true
+    }
+
+    /// Whether the key an entry needs is in its store now: nil when the entry is not an encrypted
+    /// cache with a manifest, or the store cannot answer.
+    static func keyPresent(_ entry: Entry, keyStores: [any KeyStore], applicationId: String, account: String) -> Bool? {
+        guard case .valid(let manifest) = ManifestFile.read(directory: entry.path), manifest.encrypted,
+              let store = KeyStoreSelection.store(for: manifest, among: keyStores) else { return nil }
+        switch store.lookup(KeyItemID(applicationId: applicationId, account: account, cacheId: manifest.cacheId)) {
+        case .found(let key, _): return key.checkValue(cacheId: manifest.cacheId) == manifest.keyCheck
+        case .absent: return false
+        case .unavailable: return nil
         }
     }
 

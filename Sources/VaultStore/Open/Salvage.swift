@@ -358,6 +358,53 @@ enum Salvage {
         }
     }
 
+    /// Merges salvaged rows into a cache that has rows of its own (a restore): unsent messages
+    /// whose local id it lacks are appended after its own outbox (renumbered: `seq` is unique),
+    /// with their outgoing copies' rows; upload batches it lacks are added. Its own media key is
+    /// kept. Running it twice adds nothing the second time. Returns the messages added.
+    static func merge(_ result: Result, into db: Database) throws -> Int {
+        var added = 0
+        try db.transaction {
+            var next = (try db.scalarInt("SELECT coalesce(max(seq), 0) FROM outbox") ?? 0) + 1
+            let exists = "SELECT 1 FROM outbox WHERE local_id = ?"
+            let insert = "INSERT INTO outbox (\(outboxColumns.joined(separator: ", "))) VALUES (\(placeholders(outboxColumns.count)))"
+            var owners = Set<String>()
+            for row in result.outbox where row.count == outboxColumns.count {
+                guard case .text(let id) = row[0] else { continue }
+                let probe = try db.cached(exists)
+                try probe.bind([.text(id)])
+                let present = try probe.step()
+                probe.reset()
+                if present { continue }
+                var renumbered = row
+                renumbered[1] = .int(next)
+                next += 1
+                let stmt = try db.cached(insert)
+                try stmt.bind(renumbered)
+                defer { stmt.reset() }
+                _ = try stmt.step()
+                owners.insert(id)
+                added += 1
+            }
+            for row in result.kv where row.count == 2 {
+                if case .text(let key) = row[0], key == "media.key" { continue }
+                let stmt = try db.cached("INSERT OR IGNORE INTO kv (key, value) VALUES (?, ?)")
+                try stmt.bind(row)
+                defer { stmt.reset() }
+                _ = try stmt.step()
+            }
+            let mediaSQL = "INSERT OR IGNORE INTO media (\(mediaColumns.joined(separator: ", "))) VALUES (\(placeholders(mediaColumns.count)))"
+            for row in result.media where row.count == mediaColumns.count {
+                guard case .text(let owner) = row[1], owners.contains(owner) else { continue }
+                let stmt = try db.cached(mediaSQL)
+                try stmt.bind(row)
+                defer { stmt.reset() }
+                _ = try stmt.step()
+            }
+        }
+        return added
+    }
+
     private static func placeholders(_ n: Int) -> String {
         Array(repeating: "?", count: n).joined(separator: ", ")
     }
