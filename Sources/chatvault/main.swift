@@ -13,6 +13,9 @@ let usage = """
       outbox    --dir D --user U [--keystore …] [--json]
       key       rotate --dir D --user U [--keystore …] [--json]
       key       move --dir D --user U --to secret-service|file [--key-dir K] [--json]
+      key       recovery-secret --dir D --user U [--out FILE] [--keystore …] [--json]
+      recover   --dir D --user U [--keystore …] [--json]          (the recovery secret on stdin)
+      quarantine list --dir D --user U [--json] | quarantine restore ID --dir D --user U [--json]
       demo      [--story outbox|reconnect] [--messages N] [--json]
       demo      --matrix [--homeserver URL --user @U:SERVER [--password-file F]] [--messages N] [--json]
       bench     open [--runs N] [--messages M] [--keystore …] [--process-runs P] [--large-messages L] [--json]
@@ -35,6 +38,8 @@ do {
     case "status": status = try StatusCommand.run(rest)
     case "outbox": status = try await OutboxCommand.run(rest)
     case "key": status = try await KeyCommand.run(rest)
+    case "recover": status = try await RecoveryCommands.recover(rest)
+    case "quarantine": status = try await RecoveryCommands.quarantine(rest)
     case "demo": status = try await DemoCommand.run(rest)
     case OutboxStressCommand.verb: status = try await OutboxStressCommand.run(rest)
     case MatrixSendStressCommand.verb: status = try await MatrixSendStressCommand.run(rest)

@@ -34,6 +34,10 @@ enum KeyCommand {
             return try await change(vault, user: user, common: common, verb: "moved", announce: announce) { vault throws(KeyManagementError) in
                 try await vault.moveOfflineCacheKey(toStore: target)
             }
+        case "recovery-secret":
+            let out = args.string("out").map(absolutePath)
+            try args.rejectUnknown()
+            return try await RecoveryCommands.createSecret(common, root: root, user: user, out: out)
         default:
             throw CLIError.usage("unknown key action '\(action)': rotate, move or recovery-secret")
         }
