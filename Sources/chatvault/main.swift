@@ -16,6 +16,8 @@ let usage = """
       key       recovery-secret --dir D --user U [--out FILE] [--keystore …] [--json]
       recover   --dir D --user U [--keystore …] [--json]          (the recovery secret on stdin)
       quarantine list --dir D --user U [--json] | quarantine restore ID --dir D --user U [--json]
+      export    --dir D --user U --to FILE [--secret-out FILE] [--json]
+      import    --dir D --user U --from FILE [--json]                 (the export's secret on stdin)
       demo      [--story outbox|reconnect] [--messages N] [--json]
       demo      --matrix [--homeserver URL --user @U:SERVER [--password-file F]] [--messages N] [--json]
       bench     open [--runs N] [--messages M] [--keystore …] [--process-runs P] [--large-messages L] [--json]
@@ -39,6 +41,8 @@ do {
     case "outbox": status = try await OutboxCommand.run(rest)
     case "key": status = try await KeyCommand.run(rest)
     case "recover": status = try await RecoveryCommands.recover(rest)
+    case "export": status = try await RecoveryCommands.export(rest)
+    case "import": status = try await RecoveryCommands.importCache(rest)
     case "quarantine": status = try await RecoveryCommands.quarantine(rest)
     case "demo": status = try await DemoCommand.run(rest)
     case OutboxStressCommand.verb: status = try await OutboxStressCommand.run(rest)

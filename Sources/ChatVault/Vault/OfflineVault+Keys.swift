@@ -59,6 +59,19 @@ extension OfflineVault {
         try await changeKey { configuration throws(KeyManagementError) in try KeyManager.restore(configuration, entry: id) }
     }
 
+    /// Writes the cache (messages, outbox, media, the key wrapped by a one-time secret) to one file
+    /// at `path` (created 0600) for another machine. Show `report.secret.formatted` to the user
+    /// once: the file is useless without it.
+    public func exportOfflineCache(to path: String) async throws(KeyManagementError) -> CacheExportReport {
+        try await changeKey { configuration throws(KeyManagementError) in try CacheTransfer.export(configuration, to: path) }
+    }
+
+    /// Makes an exported cache the logged-in user's cache (the key stored in this machine's key
+    /// store); what the current cache holds unsent is merged in, the rest set aside.
+    public func importOfflineCache(from path: String, secret: RecoverySecret) async throws(KeyManagementError) -> CacheRestoreReport {
+        try await changeKey { configuration throws(KeyManagementError) in try CacheTransfer.importCache(configuration, from: path, secret: secret) }
+    }
+
     /// Runs a key change on the lifecycle queue between a close and a reopen of the cache.
     private func changeKey<T: Sendable>(_ change: @escaping @Sendable (StoreConfiguration) throws(KeyManagementError) -> T)
         async throws(KeyManagementError) -> T {

@@ -16,7 +16,8 @@ public struct QuarantinedCache: Sendable, Equatable {
     /// The entry's name (`chatvault quarantine restore ID`).
     public let id: String
     /// Why it was set aside: a reset reason (`keyLost`, `wrongKey`, `corrupted`, `escalated`,
-    /// `encryptionChanged`) or `replaced` (a restore took its place; its unsent messages were merged).
+    /// `encryptionChanged`), `replaced` (a restore took its place; its unsent messages were merged),
+    /// or `imported` (an import that did not finish).
     public let reason: String
     public let at: Date
     public let bytes: Int64
@@ -123,7 +124,8 @@ extension KeyManager {
             let manifest: Manifest? = if case .valid(let m) = ManifestFile.read(directory: entry.path) { m } else { nil }
             var st = stat()
             return QuarantinedCache(
-                id: entry.name, reason: notice.replacedBy == nil ? notice.reason.rawValue : "replaced", at: entry.createdAt,
+                id: entry.name, reason: notice.imported == true ? "imported" : notice.replacedBy == nil ? notice.reason.rawValue : "replaced",
+                at: entry.createdAt,
                 bytes: CacheDirectory.treeSize(entry.path), cacheId: manifest?.cacheId, encrypted: manifest?.encrypted ?? false,
                 keyPresent: Quarantine.keyPresent(entry, keyStores: configuration.keyStores, applicationId: configuration.applicationId,
                                                   account: configuration.account),

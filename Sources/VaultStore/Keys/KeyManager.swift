@@ -28,6 +28,8 @@ public enum KeyManagementError: Error, Sendable, Equatable, CustomStringConverti
     /// The recovery secret opens none of the quarantined caches (a typo is caught earlier, by the
     /// secret's checksum). Attempts are not limited; each costs the key derivation's time.
     case wrongSecret
+    /// An export file that cannot be used (not an export, damaged, or cannot be created).
+    case fileUnusable(String)
     /// Test seam: the change stopped at a crash point, as if the process had been killed.
     case simulatedCrash
 
@@ -44,6 +46,7 @@ public enum KeyManagementError: Error, Sendable, Equatable, CustomStringConverti
         case .keyNotPresent: return "keyNotPresent"
         case .noRecoverableCache: return "noRecoverableCache"
         case .wrongSecret: return "wrongSecret"
+        case .fileUnusable: return "fileUnusable"
         case .simulatedCrash: return "simulatedCrash"
         }
     }
@@ -60,7 +63,8 @@ public enum KeyManagementError: Error, Sendable, Equatable, CustomStringConverti
         case .noSuchEntry(let id): return "there is no quarantined cache \(id)"
         case .keyNotPresent(let id): return "the key of quarantined cache \(id) is not in its key store; its recovery secret can restore it ('chatvault recover')"
         case .noRecoverableCache: return "no quarantined cache has a recovery file"
-        case .wrongSecret: return "this recovery secret opens none of the quarantined caches; nothing changed"
+        case .wrongSecret: return "the secret opens none of the caches it was tried on (a quarantined cache, an export); nothing changed"
+        case .fileUnusable(let why): return "the export file cannot be used: \(why)"
         case .simulatedCrash: return "stopped at a simulated crash point"
         }
     }

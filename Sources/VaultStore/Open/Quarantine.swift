@@ -38,6 +38,8 @@ struct Quarantine {
         /// Set aside to make room for a restored cache (that entry's name): not a reset, nothing
         /// to announce; its unsent messages were merged into the restored cache.
         var replacedBy: String?
+        /// Written by an import (`CacheTransfer`) on its way to becoming the current cache.
+        var imported: Bool?
     }
 
     static let noticeName = "reset.json"
@@ -62,7 +64,7 @@ struct Quarantine {
         let entry = "\(directory.quarantine)/\(name)"
         var notice = Notice(reason: reason, pendingMessagesLost: pendingMessagesLost, at: now().timeIntervalSince1970,
                             reported: replacedBy != nil, moving: true, scrubPlaintext: plaintext && !keepPlaintext, restoring: nil,
-                            replacedBy: replacedBy)
+                            replacedBy: replacedBy, imported: nil)
         do throws(SecureFileError) {
             try SecureFiles.ensureDirectory(directory.quarantine)
             try SecureFiles.ensureDirectory(entry)

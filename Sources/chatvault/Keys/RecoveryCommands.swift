@@ -15,9 +15,7 @@ import VaultStore
 /// (logs keep those), and never part of the JSON.
 enum RecoveryCommands {
     static func createSecret(_ common: CommonOptions, root: String, user: String, out: String?) async throws -> Int32 {
-        guard out != nil || isatty(STDOUT_FILENO) == 1 else {
-            throw CLIError.usage("the recovery secret is only printed to a terminal; give --out FILE to have it written (0600) instead")
-        }
+        try requireSecretDestination(out, option: "out")
         let vault = try makeVault(common, root: root, encryption: true, behavior: .onlineOnly)
         let report: RecoverySecretReport
         do {
@@ -25,14 +23,7 @@ enum RecoveryCommands {
         } catch let error as KeyManagementError {
             return KeyCommand.failure(error, common: common)
         }
-        if let out {
-            let line = Array((report.secret.formatted + "\n").utf8)
-            let fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw CLIError.failure("cannot create \(out) (it must not exist yet): \(String(cString: strerror(errno)))") }
-            defer { close(fd) }
-            let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            guard written == line.count, fsync(fd) == 0 else { throw CLIError.failure("could not write the recovery secret to \(out)") }
-        }
+        if let out { try writeSecret(report.secret, to: out) }
         if common.json {
             emit(JSON.object([
                 ("outcome", .string("created")), ("cacheId", .string(report.cacheId)), ("keyId", .string(report.keyId)),
@@ -48,21 +39,86 @@ enum RecoveryCommands {
         return 0
     }
 
+    /// A secret is printed only to a terminal, or written to a new 0600 file.
+    static func requireSecretDestination(_ out: String?, option: String) throws {
+        guard out != nil || isatty(STDOUT_FILENO) == 1 else {
+            throw CLIError.usage("the secret is only printed to a terminal; give --\(option) FILE to have it written (0600) instead")
+        }
+    }
+
+    static func writeSecret(_ secret: RecoverySecret, to out: String) throws {
+        let line = Array((secret.formatted + "\n").utf8)
+        let fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CLIError.failure("cannot create \(out) (it must not exist yet): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written == line.count, fsync(fd) == 0 else { throw CLIError.failure("could not write the secret to \(out)") }
+    }
+
+    /// Reads a recovery secret from the first line of standard input.
+    static func readSecret(_ verb: String) throws -> RecoverySecret {
+        guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+            throw CLIError.usage("\(verb) reads the secret from standard input")
+        }
+        do {
+            return try RecoverySecret(parsing: line)
+        } catch {
+            throw CLIError.failure("the secret was not accepted: \(error)")
+        }
+    }
+
+    /// `chatvault export --dir D --user U --to FILE [--secret-out FILE] [--json]`.
+    static func export(_ raw: [String]) async throws -> Int32 {
+        var args = try Arguments(raw)
+        let common = try CommonOptions(&args)
+        let root = absolutePath(try args.required("dir"))
+        let user = try args.required("user")
+        let target = absolutePath(try args.required("to"))
+        let secretOut = args.string("secret-out").map(absolutePath)
+        try args.rejectUnknown()
+        try requireSecretDestination(secretOut, option: "secret-out")
+        let vault = try makeVault(common, root: root, encryption: true, behavior: .onlineOnly)
+        let report: CacheExportReport
+        do {
+            report = try await loggedIn(vault, user: user) { vault throws(KeyManagementError) in try await vault.exportOfflineCache(to: target) }
+        } catch let error as KeyManagementError {
+            return KeyCommand.failure(error, common: common)
+        }
+        if let secretOut { try writeSecret(report.secret, to: secretOut) }
+        if common.json {
+            emit(JSON.object([("outcome", .string("exported")), ("cacheId", .string(report.cacheId)), ("file", .string(target)),
+                              ("bytes", .int(report.bytes)), ("files", .int(report.files)), ("secretFile", .optional(secretOut))]).render())
+            if secretOut == nil { emit(report.secret.formatted) }
+        } else {
+            emit("exported cache \(report.cacheId) to \(target) (\(report.bytes >> 10) KiB, \(report.files) files).")
+            emit(secretOut.map { "Its one-time secret was written to \($0) (0600)." }
+                 ?? "One-time secret (shown once; needed by 'chatvault import'):\n\n    \(report.secret.formatted)\n")
+        }
+        return 0
+    }
+
+    /// `chatvault import --dir D --user U --from FILE [--json]`, the export's secret on stdin.
+    static func importCache(_ raw: [String]) async throws -> Int32 {
+        var args = try Arguments(raw)
+        let common = try CommonOptions(&args)
+        let root = absolutePath(try args.required("dir"))
+        let user = try args.required("user")
+        let source = absolutePath(try args.required("from"))
+        try args.rejectUnknown()
+        let secret = try readSecret("import")
+        let vault = try makeVault(common, root: root, encryption: true, behavior: .onlineOnly)
+        return try await restoring(vault, user: user, common: common) { vault throws(KeyManagementError) in
+            try await vault.importOfflineCache(from: source, secret: secret)
+        }
+    }
+
     static func recover(_ raw: [String]) async throws -> Int32 {
         var args = try Arguments(raw)
         let common = try CommonOptions(&args)
         let root = absolutePath(try args.required("dir"))
         let user = try args.required("user")
         try args.rejectUnknown()
-        guard let line = readLine(strippingNewline: true), !line.isEmpty else {
-            throw CLIError.usage("recover reads the recovery secret from standard input")
-        }
-        let secret: RecoverySecret
-        do {
-            secret = try RecoverySecret(parsing: line)
-        } catch {
-            throw CLIError.failure("the recovery secret was not accepted: \(error)")
-        }
+        let secret = try readSecret("recover")
         let vault = try makeVault(common, root: root, encryption: true, behavior: .onlineOnly)
         return try await restoring(vault, user: user, common: common) { vault throws(KeyManagementError) in
             try await vault.recoverOfflineCache(secret: secret)
