@@ -156,5 +156,5 @@ enum Catalogue {
             ctx.check(observed.outcome == "ready" && observed.messages == messages, "the first process did not hold a ready cache")
             return (.unavailable("cacheInUse"), second)
         },
-    ]
+    ] + keyManagement
 }

@@ -91,6 +91,8 @@ final class ScenarioContext {
     var deviations: [String] = []
     /// Every reset-listener call, over all opens.
     var listenerCalls: [ResetRecord] = []
+    /// The last open's attempt (its notes and restorable caches).
+    var lastAttempt: OpenAttempt?
 
     init(name: String, keystore: String, memory: MemoryKeyStore, keyDirectory: String) throws {
         self.name = name
@@ -121,11 +123,16 @@ final class ScenarioContext {
     /// Logs in, observes, logs out.
     func open(encryption: Bool = true, behavior: EncryptionFailureBehavior = .onlineOnly,
               keep: ((OfflineVault) async throws -> Void)? = nil) async throws -> Observation {
-        let vault = try makeVault(common, root: root, encryption: encryption, behavior: behavior, memory: memory)
+        try await open(using: try makeVault(common, root: root, encryption: encryption, behavior: behavior, memory: memory), keep: keep)
+    }
+
+    /// Logs `vault` in, observes, logs out.
+    func open(using vault: OfflineVault, keep: ((OfflineVault) async throws -> Void)? = nil) async throws -> Observation {
         let recorder = ResetRecorder()
         vault.addOfflineCacheResetListener("scenario", recorder)
         let attempt = await vault.login(userId: Self.user)
         let observation = observe(vault, attempt, recorder)
+        lastAttempt = attempt
         try await keep?(vault)
         await vault.logout()
         return observation
