@@ -23,6 +23,7 @@ enum KeyCommand {
         switch action {
         case "rotate":
             try args.rejectUnknown()
+            guard hasCache(common, root: root, user: user) else { return failure(.noCache, common: common) }
             let vault = try makeVault(common, root: root, encryption: true, behavior: .onlineOnly)
             return try await change(vault, user: user, common: common, verb: "rotated", announce: announce) { vault throws(KeyManagementError) in
                 try await vault.rotateOfflineCacheKey()
@@ -30,6 +31,7 @@ enum KeyCommand {
         case "move":
             let target = try args.choice("to", default: "", among: ["secret-service", "file"])
             try args.rejectUnknown()
+            guard hasCache(common, root: root, user: user) else { return failure(.noCache, common: common) }
             let vault = try movingVault(common, root: root)
             return try await change(vault, user: user, common: common, verb: "moved", announce: announce) { vault throws(KeyManagementError) in
                 try await vault.moveOfflineCacheKey(toStore: target)
@@ -37,10 +39,17 @@ enum KeyCommand {
         case "recovery-secret":
             let out = args.string("out").map(absolutePath)
             try args.rejectUnknown()
+            guard hasCache(common, root: root, user: user) else { return failure(.noCache, common: common) }
             return try await RecoveryCommands.createSecret(common, root: root, user: user, out: out)
         default:
             throw CLIError.usage("unknown key action '\(action)': rotate, move or recovery-secret")
         }
+    }
+
+    /// Whether the user has a cache to work on (the verbs log in, which would create one).
+    static func hasCache(_ common: CommonOptions, root: String, user: String) -> Bool {
+        let directory = CacheDirectory(root: root, account: CacheDirectory.account(applicationId: common.applicationId, userId: user))
+        return FileManager.default.fileExists(atPath: directory.manifest) || directory.hasDatabase
     }
 
     /// An engine that accepts both the Secret Service and the key-file store (the one `--keystore`

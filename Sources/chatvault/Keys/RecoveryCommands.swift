@@ -16,6 +16,7 @@ import VaultStore
 enum RecoveryCommands {
     static func createSecret(_ common: CommonOptions, root: String, user: String, out: String?) async throws -> Int32 {
         try requireSecretDestination(out, option: "out")
+        let secretFile = try SecretFile(out)
         let vault = try makeVault(common, root: root, encryption: true, behavior: .onlineOnly)
         let report: RecoverySecretReport
         do {
@@ -23,7 +24,7 @@ enum RecoveryCommands {
         } catch let error as KeyManagementError {
             return KeyCommand.failure(error, common: common)
         }
-        if let out { try writeSecret(report.secret, to: out) }
+        try secretFile?.write(report.secret)
         if common.json {
             emit(JSON.object([
                 ("outcome", .string("created")), ("cacheId", .string(report.cacheId)), ("keyId", .string(report.keyId)),
@@ -46,13 +47,32 @@ enum RecoveryCommands {
         }
     }
 
-    static func writeSecret(_ secret: RecoverySecret, to out: String) throws {
-        let line = Array((secret.formatted + "\n").utf8)
-        let fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CLIError.failure("cannot create \(out) (it must not exist yet): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written == line.count, fsync(fd) == 0 else { throw CLIError.failure("could not write the secret to \(out)") }
+    /// A new, empty 0600 file for a secret, created before the secret exists: a path that cannot
+    /// be used stops the verb before anything is changed (a secret made and then lost would leave
+    /// the user with none that works).
+    final class SecretFile {
+        let path: String
+        private var fd: Int32
+        private var written = false
+
+        init?(_ path: String?) throws {
+            guard let path else { return nil }
+            self.path = path
+            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw CLIError.failure("cannot create \(path) (it must not exist yet): \(String(cString: strerror(errno)))") }
+        }
+
+        func write(_ secret: RecoverySecret) throws {
+            let line = Array((secret.formatted + "\n").utf8)
+            let count = line.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+            guard count == line.count, fsync(fd) == 0 else { throw CLIError.failure("could not write the secret to \(path)") }
+            written = true
+        }
+
+        deinit {
+            close(fd)
+            if !written { unlink(path) }
+        }
     }
 
     /// Reads a recovery secret from the first line of standard input.
@@ -77,6 +97,8 @@ enum RecoveryCommands {
         let secretOut = args.string("secret-out").map(absolutePath)
         try args.rejectUnknown()
         try requireSecretDestination(secretOut, option: "secret-out")
+        guard KeyCommand.hasCache(common, root: root, user: user) else { return KeyCommand.failure(.noCache, common: common) }
+        let secretFile = try SecretFile(secretOut)
         let vault = try makeVault(common, root: root, encryption: true, behavior: .onlineOnly)
         let report: CacheExportReport
         do {
@@ -84,7 +106,7 @@ enum RecoveryCommands {
         } catch let error as KeyManagementError {
             return KeyCommand.failure(error, common: common)
         }
-        if let secretOut { try writeSecret(report.secret, to: secretOut) }
+        try secretFile?.write(report.secret)
         if common.json {
             emit(JSON.object([("outcome", .string("exported")), ("cacheId", .string(report.cacheId)), ("file", .string(target)),
                               ("bytes", .int(report.bytes)), ("files", .int(report.files)), ("secretFile", .optional(secretOut))]).render())
