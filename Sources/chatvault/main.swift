@@ -24,6 +24,7 @@ let usage = """
       bench     reads [--runs N] [--messages M] [--conversations C] [--json]
       bench     outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json]
       bench     matrix [--messages N] [--json]
+      bench     keys [--messages N] [--runs R] [--json]
       version
 
     Common options: --app ID (default \(CommonOptions.defaultApplicationId)), --key-dir K (key files for --keystore file).

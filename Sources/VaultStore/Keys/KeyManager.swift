@@ -272,7 +272,7 @@ public enum KeyManager {
         config.encryption = true
         config.failureBehavior = .onlineOnly
         let dir = config.directory
-        guard dir.exists else { throw .noCache }
+        guard dir.exists || creatingIfMissing else { throw .noCache }
         switch ManifestFile.read(directory: dir.path) {
         case .valid(let manifest) where !manifest.encrypted: throw .notEncrypted
         case .missing where !dir.hasDatabase && !creatingIfMissing: throw .noCache
