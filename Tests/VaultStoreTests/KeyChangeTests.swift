@@ -266,3 +266,27 @@ final class RefusingStore: KeyStore, @unchecked Sendable {
     func delete(_ id: KeyItemID) throws(KeyStoreError) { try inner.delete(id) }
     func locator(for id: KeyItemID) -> [String: String] { inner.locator(for: id) }
 }
+
+extension KeyChangeTests {
+    /// A record the rotation never wrote (edited by hand, or its staging item lost before the swap)
+    /// does not cost the cache: the old key still opens it, so the record goes.
+    func testAForgedOrOrphanedRotationRecordDoesNotCostTheCache() throws {
+        for phase in [KeyChange.Phase.exporting, .swapping, .storing] {
+            let h = Harness()
+            let cache = try XCTUnwrap(h.open(h.configuration(), expect: "ready").cache)
+            try h.seed(cache, messages: 12, pending: 2)
+            cache.close()
+            var manifest = try XCTUnwrap(h.manifest())
+            let before = manifest
+            manifest.keyChange = KeyChange(kind: .rotate, phase: phase, fromKeyId: manifest.keyId ?? "", toKeyId: "forged-key-id",
+                                           toKeyCheck: String(repeating: "ab", count: 32), fromStore: "memory", toStore: "memory")
+            try ManifestFile.write(manifest, directory: h.directory.path)
+            let report = h.open(h.configuration(), expect: "ready")
+            XCTAssertEqual(report.resets, [], "\(phase): \(report.notes)")
+            XCTAssertEqual(try h.counts(try XCTUnwrap(report.cache)).messages, 12, "\(phase)")
+            report.cache?.close()
+            XCTAssertEqual(h.manifest()?.keyId, before.keyId, "\(phase)")
+            XCTAssertNil(h.manifest()?.keyChange, "\(phase)")
+        }
+    }
+}

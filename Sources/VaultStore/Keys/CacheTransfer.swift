@@ -210,16 +210,7 @@ public enum CacheTransfer {
         let input = open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard input >= 0 else { throw .system(source, operation: "open", errno: errno) }
         defer { close(input) }
-        var left = size
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while left > 0 {
-            let want = Int(min(Int64(buffer.count), left))
-            let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, want) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw .system(source, operation: "read", errno: n == 0 ? EIO : errno) }
-            try writeAll(fd, Array(buffer[0..<n]), path)
-            left -= Int64(n)
-        }
+        try pump(size, from: input, source, to: fd, path, shortIsMissing: false)
         return size
     }
 
@@ -228,16 +219,26 @@ public enum CacheTransfer {
         let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard output >= 0 else { throw .system(target, operation: "open", errno: errno) }
         defer { close(output) }
+        try pump(size, from: fd, target, to: output, target, shortIsMissing: true)
+        guard fsync(output) == 0 else { throw .system(target, operation: "fsync", errno: errno) }
+    }
+
+    /// Copies exactly `size` bytes from `input` to `output`, a MiB at a time. Input that ends early
+    /// is `.notFound` (an export shorter than its header says) or an I/O error (a file that shrank).
+    private static func pump(_ size: Int64, from input: Int32, _ source: String, to output: Int32, _ target: String,
+                             shortIsMissing: Bool) throws(SecureFileError) {
         var left = size
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         while left > 0 {
             let want = Int(min(Int64(buffer.count), left))
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, want) }
+            let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, want) }
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw .notFound(target) }
+            guard n > 0 else {
+                if shortIsMissing { throw .notFound(target) }
+                throw .system(source, operation: "read", errno: n == 0 ? EIO : errno)
+            }
             try writeAll(output, Array(buffer[0..<n]), target)
             left -= Int64(n)
         }
-        guard fsync(output) == 0 else { throw .system(target, operation: "fsync", errno: errno) }
     }
 }

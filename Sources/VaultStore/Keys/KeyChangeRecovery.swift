@@ -47,8 +47,17 @@ extension OpenProcedure {
                 }
                 try steps.swapExportIn()
             } else if newKey == nil {
-                // Renamed, and the new key is gone from the store: nothing can open the database.
-                // The manifest names the new key so the open reports what really happened.
+                // No export and no new key. If the old key still opens the database, the swap
+                // never happened (a record written by hand, or a staging item lost before the
+                // swap): the record goes. Otherwise the database is under a key that is gone; the
+                // manifest names the new key so the open reports what really happened.
+                if let oldKey = try steps.checkedKey(in: store, main, cacheId: manifest.cacheId, check: manifest.keyCheck ?? ""),
+                   opensDatabase(with: oldKey, profile: manifest.cipherProfile) {
+                    manifest.keyChange = nil
+                    try steps.write(manifest)
+                    notes.append("a key rotation record without an export or a new key was dropped; the cache keeps its key")
+                    return
+                }
                 notes.append("an interrupted key rotation had swapped the database but its new key is gone from \(store.name)")
             }
             manifest.keyId = change.toKeyId
@@ -67,6 +76,16 @@ extension OpenProcedure {
             try steps.write(manifest)
             notes.append("an interrupted key rotation was finished; the cache is under its new key")
         }
+    }
+
+    /// Whether `key` opens the database (a read-only probe; a busy file says no).
+    private func opensDatabase(with key: CacheKey, profile: CipherProfile?) -> Bool {
+        var options = config.connection
+        options.readOnly = true
+        guard let probe = try? DatabaseQueue(path: dir.database, keying: .encrypted(key, profile ?? .standard(engine: engine)),
+                                             options: options, label: "rotation-probe") else { return false }
+        defer { probe.close() }
+        return (try? probe.sync { db in try db.scalarInt("SELECT count(*) FROM sqlite_master") }) != nil
     }
 
     private mutating func resumeMove(_ manifest: inout Manifest, _ change: KeyChange, _ steps: KeyChangeSteps) throws(KeyStepError) {
