@@ -90,4 +90,55 @@ final class KeyManagementTests: XCTestCase {
         XCTAssertEqual(try h.counts(vault).pending, 1)
         await vault.logout()
     }
+
+    func testRecoveryAndRestoreThroughTheEngine() async throws {
+        let h = EngineHarness()
+        let vault = try h.vault()
+        guard case .ready = await vault.login(userId: "rory").state else { return XCTFail("\(vault.state)") }
+        try h.seed(vault, messages: 12, pending: 2)
+        let cache = try XCTUnwrap(vault.openCache)
+        let item = KeyItemID(applicationId: "org.chatvault.tests", account: cache.directory.account, cacheId: cache.cacheId)
+        let cacheId = cache.cacheId
+        let made = try await vault.createOfflineRecoverySecret()
+        XCTAssertEqual(made.cacheId, cacheId)
+        XCTAssertEqual(vault.state, .ready, "the cache serves again after the secret is made")
+        guard case .found(let key, let keyId) = h.keyStore.lookup(item) else { return XCTFail("no key") }
+
+        // The key is lost: the next login resets, and the old cache waits in quarantine.
+        await vault.logout()
+        try h.keyStore.delete(item)
+        let reset = await vault.login(userId: "rory")
+        XCTAssertEqual(reset.resets.map(\.reason), [.keyLost])
+        XCTAssertEqual(reset.restorableCaches, [])
+        let listed = vault.quarantinedOfflineCaches()
+        XCTAssertEqual(listed.count, 1)
+        XCTAssertEqual(listed.first?.recoverableWithSecret, true)
+
+        do {
+            _ = try await vault.recoverOfflineCache(secret: try RecoverySecret.generate())
+            XCTFail("a wrong secret was accepted")
+        } catch let error as KeyManagementError {
+            XCTAssertEqual(error, .wrongSecret)
+        }
+        let recovered = try await vault.recoverOfflineCache(secret: made.secret)
+        XCTAssertEqual(recovered.cacheId, cacheId)
+        XCTAssertEqual(vault.state, .ready)
+        XCTAssertEqual(vault.openCache?.cacheId, cacheId)
+        XCTAssertEqual(try h.counts(vault).messages, 12)
+        XCTAssertEqual(try h.counts(vault).pending, 2)
+
+        // Lost again, then the keyring comes back from a backup: the login says so.
+        await vault.logout()
+        try h.keyStore.delete(item)
+        _ = await vault.login(userId: "rory")
+        await vault.logout()
+        try h.keyStore.store(key, keyId: keyId, for: item, label: "from a backup")
+        let back = await vault.login(userId: "rory")
+        let entry = try XCTUnwrap(back.restorableCaches.first, "\(back.notes)")
+        let restored = try await vault.restoreQuarantinedOfflineCache(id: entry)
+        XCTAssertEqual(restored.cacheId, cacheId)
+        XCTAssertEqual(vault.openCache?.cacheId, cacheId)
+        XCTAssertEqual(try h.counts(vault).messages, 12)
+        await vault.logout()
+    }
 }
