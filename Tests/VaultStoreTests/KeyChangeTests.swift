@@ -290,3 +290,77 @@ extension KeyChangeTests {
         }
     }
 }
+
+/// Media files and rotation: the media key is rotated too, and every encrypted media file is
+/// rewritten under the new one; whatever step a rotation stops at, the files open under the media
+/// key the database holds after the next open.
+extension KeyChangeTests {
+    static let mediaPayload = Data((0..<150_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+    static let plainPayload = Data("a plain copy of a file being sent".utf8)
+
+    /// A media key in the cache and three files: a received attachment and an outgoing copy
+    /// encrypted under it, and a plain outgoing copy. Returns the media key.
+    private func addMedia(_ h: Harness) throws -> MediaKey {
+        let key = try MediaKey.generate()
+        let cache = try XCTUnwrap(h.open(h.configuration(), expect: "ready").cache)
+        try cache.writer.sync { db in try db.run("INSERT OR REPLACE INTO kv (key, value) VALUES ('media.key', ?)", .blob(key.raw)) }
+        cache.close()
+        let received = try MediaFileWriter(directory: h.directory.media + "/ab", key: key)
+        try received.append(Self.mediaPayload)
+        try received.commit(as: "attachment")
+        let outgoing = try MediaFileWriter(directory: h.directory.outgoing + "/local-1", key: key)
+        try outgoing.append(Self.mediaPayload)
+        try outgoing.commit(as: "0")
+        let plain = try MediaFileWriter(directory: h.directory.outgoing + "/local-2", key: nil)
+        try plain.append(Self.plainPayload)
+        try plain.commit(as: "0")
+        return key
+    }
+
+    private func currentMediaKey(_ h: Harness) throws -> MediaKey? {
+        let cache = try XCTUnwrap(h.open(h.configuration(), expect: "ready").cache)
+        defer { cache.close() }
+        return try cache.reader.sync { db in try MediaRekey.storedKey(in: db) }
+    }
+
+    private func assertMediaOpens(_ h: Harness, under key: MediaKey, _ context: String, line: UInt = #line) {
+        for path in [h.directory.media + "/ab/attachment", h.directory.outgoing + "/local-1/0"] {
+            XCTAssertEqual(try? MediaFileReader.read(path, key: key, maxBytes: 1 << 20), Self.mediaPayload, "\(context): \(path)", line: line)
+        }
+        XCTAssertEqual(FileManager.default.contents(atPath: h.directory.outgoing + "/local-2/0"), Self.plainPayload, context, line: line)
+        for tree in ["media", "outgoing"] {
+            for suffix in [".next", ".old"] {
+                XCTAssertFalse(FileManager.default.fileExists(atPath: "\(h.directory.path)/\(tree)\(suffix)"), "\(context): \(tree)\(suffix) left", line: line)
+            }
+        }
+    }
+
+    func testRotationRewritesTheMediaFilesUnderANewMediaKey() throws {
+        let h = Harness()
+        let cache = try XCTUnwrap(h.open(h.configuration(), expect: "ready").cache)
+        try h.seed(cache, messages: 5, pending: 1)
+        cache.close()
+        let old = try addMedia(h)
+        _ = try KeyManager.rotate(h.configuration())
+        let new = try XCTUnwrap(try currentMediaKey(h))
+        XCTAssertNotEqual(new, old, "a new media key")
+        assertMediaOpens(h, under: new, "after the rotation")
+        XCTAssertThrowsError(try MediaFileReader.read(h.directory.media + "/ab/attachment", key: old, maxBytes: 1 << 20),
+                             "the old media key opens nothing")
+    }
+
+    func testAStopAtEveryStepLeavesTheMediaReadableUnderTheDatabasesMediaKey() throws {
+        for point in KeyChangeCrashPoint.allCases where point.rawValue.hasPrefix("rotate") {
+            let h = Harness()
+            let cache = try XCTUnwrap(h.open(h.configuration(), expect: "ready").cache)
+            try h.seed(cache, messages: 5, pending: 1)
+            cache.close()
+            let old = try addMedia(h)
+            XCTAssertThrowsError(try KeyManager.rotate(h.configuration(), crashAt: point))
+            let now = try XCTUnwrap(try currentMediaKey(h), "\(point)")
+            assertMediaOpens(h, under: now, "\(point)")
+            let rolledBack = [KeyChangeCrashPoint.rotateAfterJournal, .rotateAfterStagingKey, .rotateAfterExport].contains(point)
+            XCTAssertEqual(now == old, rolledBack, "\(point)")
+        }
+    }
+}

@@ -6,7 +6,12 @@ import VaultKeys
 /// answer now makes the cache unavailable (transient, nothing touched); nothing here resets.
 extension OpenProcedure {
     mutating func resumeKeyChange() throws {
-        guard case .valid(var manifest) = ManifestFile.read(directory: dir.path), let change = manifest.keyChange else { return }
+        guard case .valid(var manifest) = ManifestFile.read(directory: dir.path), let change = manifest.keyChange else {
+            // Media twins without a rotation in progress are what a rolled-back one left.
+            MediaRekey.removeTwins(dir)
+            try? MediaRekey.finishSwaps(dir)
+            return
+        }
         let steps = KeyChangeSteps(dir: dir, config: config)
         do throws(KeyStepError) {
             switch change.kind {
@@ -46,7 +51,10 @@ extension OpenProcedure {
                     return
                 }
                 try steps.swapExportIn()
-            } else if newKey == nil {
+            } else if newKey != nil {
+                // Renamed already: the media trees may still be mid-swap.
+                try MediaRekey.finishSwaps(dir)
+            } else {
                 // No export and no new key. If the old key still opens the database, the swap
                 // never happened (a record written by hand, or a staging item lost before the
                 // swap): the record goes. Otherwise the database is under a key that is gone; the
@@ -67,6 +75,7 @@ extension OpenProcedure {
             phase = .storing
         }
         if phase == .storing {
+            try MediaRekey.finishSwaps(dir)
             if try steps.checkedKey(in: store, main, cacheId: manifest.cacheId, check: change.toKeyCheck) == nil,
                let newKey = try steps.checkedKey(in: store, staging, cacheId: manifest.cacheId, check: change.toKeyCheck) {
                 try steps.put(newKey, keyId: change.toKeyId, in: store, main, label: config.keyLabel)

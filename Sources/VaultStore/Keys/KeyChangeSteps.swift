@@ -81,11 +81,13 @@ struct KeyChangeSteps {
         return lstat(dir.migrationTarget, &st) == 0 && st.st_mode & S_IFMT == S_IFREG
     }
 
-    /// Removes an unfinished export (the database it came from is untouched).
+    /// Removes an unfinished export and its media twins (the database and the media they came
+    /// from are untouched).
     func removeExport() {
         for path in [dir.migrationTarget, dir.migrationTarget + "-journal", dir.migrationTarget + "-wal", dir.migrationTarget + "-shm"] {
             CacheDirectory.remove(path)
         }
+        MediaRekey.removeTwins(dir)
     }
 
     /// Puts the verified export in place of the database. The old WAL is empty (the source was
@@ -102,5 +104,7 @@ struct KeyChangeSteps {
         } catch {
             throw .file(error)
         }
+        // The new database holds only the new media key: its files follow at once.
+        try MediaRekey.finishSwaps(dir)
     }
 }

@@ -138,7 +138,9 @@ public enum KeyManager {
         let newKeyId = UUID().uuidString.lowercased()
         let newCheck = newKey.checkValue(cacheId: manifest.cacheId)
         let oldKeyId = manifest.keyId ?? ""
-        if EncryptionMigration.shortfallForACopy(dir) != nil { throw .unavailable(.diskFull) }
+        if EncryptionMigration.shortfallForACopy(dir, alsoCopying: MediaRekey.trees.map { "\(dir.path)/\($0)" }) != nil {
+            throw .unavailable(.diskFull)
+        }
         func crash(_ point: KeyChangeCrashPoint) throws(KeyStepError) {
             if crashAt == point { throw .simulatedCrash }
         }
@@ -153,6 +155,7 @@ public enum KeyManager {
             try steps.put(newKey, keyId: newKeyId, in: store, staging, label: held.config.keyLabel + " (rotation in progress)")
             try crash(.rotateAfterStagingKey)
             peak = try exportVerified(steps, from: .encrypted(held.key, profile), to: .encrypted(newKey, profile))
+            peak += try rekeyMedia(steps, keying: .encrypted(newKey, profile))
             try resealRecovery(steps, cacheId: manifest.cacheId, newKey: newKey, newKeyId: newKeyId, keying: .encrypted(newKey, profile))
             try crash(.rotateAfterExport)
             manifest.keyChange?.phase = .swapping
@@ -304,6 +307,28 @@ public enum KeyManager {
             // The key the open just used is gone or changed under us: another process is at work.
             lock.release()
             throw .unavailable(.keyStore(.other))
+        }
+    }
+
+    /// A new media key in the exported database, and the media files rewritten under it into
+    /// twin trees (`MediaRekey`). Returns the twins' bytes (for the peak). Nothing to do for a
+    /// cache that never made a media key.
+    static func rekeyMedia(_ steps: KeyChangeSteps, keying: ConnectionKeying) throws(KeyStepError) -> Int64 {
+        do {
+            let db = try DatabaseQueue(path: steps.dir.migrationTarget, keying: keying, options: steps.config.connection, label: "media-rekey")
+            defer { db.close() }
+            guard let oldKey = try db.sync({ db in try MediaRekey.storedKey(in: db) }) else { return 0 }
+            let newKey = try MediaKey.generate()
+            let written = try MediaRekey.writeTwins(steps.dir, from: oldKey, to: newKey)
+            try db.sync { db in
+                try db.run("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", .text(MediaRekey.keyRow), .blob(newKey.raw))
+                try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+            return written
+        } catch let error as KeyStepError {
+            throw error
+        } catch {
+            throw .database(error)
         }
     }
 

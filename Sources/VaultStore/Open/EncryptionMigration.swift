@@ -293,11 +293,12 @@ enum EncryptionMigration {
 
     /// (needed, free) bytes when the file system cannot hold a copy of the database with a margin
     /// (an export writes a full copy beside the original); nil when it can, or cannot be asked.
-    static func shortfallForACopy(_ dir: CacheDirectory) -> (Int64, Int64)? {
+    static func shortfallForACopy(_ dir: CacheDirectory, alsoCopying trees: [String] = []) -> (Int64, Int64)? {
         var fs = statvfs()
         guard statvfs(dir.path, &fs) == 0 else { return nil }
         let free = Int64(fs.f_bavail) * Int64(fs.f_frsize)
         let needed = 2 * (CacheDirectory.fileSize(dir.database) + CacheDirectory.fileSize(dir.wal)) + (1 << 20)
+            + trees.reduce(0) { $0 + CacheDirectory.treeSize($1) }
         return free < needed ? (needed, free) : nil
     }
 
