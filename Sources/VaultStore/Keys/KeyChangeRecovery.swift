@@ -6,8 +6,10 @@ import VaultKeys
 /// answer now makes the cache unavailable (transient, nothing touched); nothing here resets.
 extension OpenProcedure {
     mutating func resumeKeyChange() throws {
-        guard case .valid(var manifest) = ManifestFile.read(directory: dir.path), let change = manifest.keyChange else {
-            // Media twins without a rotation in progress are what a rolled-back one left.
+        guard case .valid(var manifest) = ManifestFile.read(directory: dir.path) else { return }
+        guard let change = manifest.keyChange else {
+            // Media twins beside a manifest with no rotation in progress are what a rolled-back
+            // one left (a damaged manifest says nothing: they are left alone then).
             MediaRekey.removeTwins(dir)
             try? MediaRekey.finishSwaps(dir)
             return
