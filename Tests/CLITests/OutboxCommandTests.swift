@@ -243,7 +243,7 @@ final class OutboxCommandTests: XCTestCase {
         let noBus = try CLI.run(["outbox", "--dir", dir.path, "--user", "sam", "--app", app],
                                 environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(dir.path)/none"])
         XCTAssertEqual(noBus.status, 1)
-        XCTAssertTrue(noBus.stderr.contains("noBus"), noBus.stderr)
+        XCTAssertTrue(noBus.stderr.contains("keyStoreMissing"), noBus.stderr)
         XCTAssertEqual(try CLI.run(["open", "--dir", dir.path, "--user", "sam", "--app", app, "--json"]).json()["messages"] as? Int, 3)
 
         // Usage errors: exit 2.
