@@ -107,7 +107,8 @@ public enum KeyManager {
     /// Rotates the cache's key: a new random key, the database exported under it into
     /// `cache.db.next` (`sqlcipher_export`), verified (schema, row counts, `quick_check`),
     /// renamed into place; the new key replaces the old in the store only after that. The media
-    /// key lives inside the database and is carried over under the new key.
+    /// key is rotated with it: every encrypted media file is rewritten under a new one
+    /// (`MediaRekey`), swapped in with the database.
     public static func rotate(_ configuration: StoreConfiguration) throws(KeyManagementError) -> KeyChangeReport {
         try rotate(configuration, crashAt: nil)
     }
