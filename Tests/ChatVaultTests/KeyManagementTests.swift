@@ -120,7 +120,7 @@ final class KeyManagementTests: XCTestCase {
         } catch let error as KeyManagementError {
             XCTAssertEqual(error, .wrongSecret)
         }
-        let recovered = try await vault.recoverOfflineCache(secret: made.secret)
+        let recovered = try await vault.recover(secret: made.secret)
         XCTAssertEqual(recovered.cacheId, cacheId)
         XCTAssertEqual(vault.state, .ready)
         XCTAssertEqual(vault.openCache?.cacheId, cacheId)

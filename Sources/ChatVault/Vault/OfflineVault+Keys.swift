@@ -45,6 +45,11 @@ extension OfflineVault {
         try await changeKey { configuration throws(KeyManagementError) in try KeyManager.recover(configuration, secret: secret) }
     }
 
+    /// `recoverOfflineCache(secret:)` under the name the key-management issue gives it.
+    public func recover(secret: RecoverySecret) async throws(KeyManagementError) -> CacheRestoreReport {
+        try await recoverOfflineCache(secret: secret)
+    }
+
     /// The logged-in user's quarantined caches, newest first. Asks the key store whether each
     /// one's key is present: blocks; call it off the main thread.
     public func quarantinedOfflineCaches() -> [QuarantinedCache] {
