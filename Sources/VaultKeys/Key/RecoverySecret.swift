@@ -137,18 +137,12 @@ public struct WrappedCacheKey: Sendable, Equatable, Codable {
     public static func wrap(_ key: CacheKey, keyId: String, secret: RecoverySecret,
                             iterations: Int = defaultIterations) throws(RecoverySecretError) -> WrappedCacheKey {
         OpenSSLLifetime.ensure()
-        var salt = [UInt8](repeating: 0, count: 16), nonce = [UInt8](repeating: 0, count: 12)
-        guard RAND_bytes(&salt, 16) == 1, RAND_bytes(&nonce, 12) == 1 else { throw .cryptoFailure }
+        var salt = [UInt8](repeating: 0, count: 16)
+        guard RAND_bytes(&salt, 16) == 1 else { throw .cryptoFailure }
         var wrapping = try derive(secret, salt: salt, iterations: iterations)
         defer { for i in wrapping.indices { wrapping[i] = 0 } }
-        var sealed = [UInt8](repeating: 0, count: CacheKey.byteCount), tag = [UInt8](repeating: 0, count: 16)
-        let ok = key.withUnsafeBytes { plain in
-            // The key is read in place: no copy of it is left in a heap buffer.
-            gcm(encrypt: true, key: wrapping, nonce: nonce, aad: Array(keyId.utf8), input: plain, output: &sealed, tag: &tag)
-        }
-        guard ok else { throw .cryptoFailure }
-        return WrappedCacheKey(format: format, keyId: keyId, iterations: iterations, salt: Data(salt), nonce: Data(nonce),
-                               sealed: Data(sealed), tag: Data(tag))
+        let (nonce, sealed, tag) = try sealKey(key, keyId: keyId, wrapping: wrapping)
+        return WrappedCacheKey(format: format, keyId: keyId, iterations: iterations, salt: Data(salt), nonce: nonce, sealed: sealed, tag: tag)
     }
 
     /// Opens the wrapped key with `secret` (the KDF's time, about half a second).
@@ -157,11 +151,32 @@ public struct WrappedCacheKey: Sendable, Equatable, Codable {
               sealed.count == CacheKey.byteCount, tag.count == 16 else { throw .unreadableWrapping }
         var wrapping = try Self.derive(secret, salt: Array(salt), iterations: iterations)
         defer { for i in wrapping.indices { wrapping[i] = 0 } }
+        return try Self.openKey(nonce: nonce, sealed: sealed, tag: tag, keyId: keyId, wrapping: wrapping)
+    }
+
+    /// AES-256-GCM of a cache key under a 256-bit wrapping key, the key id as associated data, a
+    /// fresh random nonce: (nonce, sealed key, tag). The key is read in place: no copy of it is
+    /// left in a heap buffer.
+    static func sealKey(_ key: CacheKey, keyId: String, wrapping: [UInt8]) throws(RecoverySecretError) -> (Data, Data, Data) {
+        OpenSSLLifetime.ensure()
+        var nonce = [UInt8](repeating: 0, count: 12)
+        guard RAND_bytes(&nonce, 12) == 1 else { throw .cryptoFailure }
+        var sealed = [UInt8](repeating: 0, count: CacheKey.byteCount), tag = [UInt8](repeating: 0, count: 16)
+        let ok = key.withUnsafeBytes { plain in
+            gcm(encrypt: true, key: wrapping, nonce: nonce, aad: Array(keyId.utf8), input: plain, output: &sealed, tag: &tag)
+        }
+        guard ok else { throw .cryptoFailure }
+        return (Data(nonce), Data(sealed), Data(tag))
+    }
+
+    /// Opens what `sealKey` sealed; `.wrongSecret` when the tag does not verify (another wrapping
+    /// key, another key id, or a changed byte).
+    static func openKey(nonce: Data, sealed: Data, tag: Data, keyId: String, wrapping: [UInt8]) throws(RecoverySecretError) -> CacheKey {
         var plain = [UInt8](repeating: 0, count: CacheKey.byteCount)
         defer { for i in plain.indices { plain[i] = 0 } }
         var tagBytes = Array(tag)
         let opened = Array(sealed).withUnsafeBytes { input in
-            Self.gcm(encrypt: false, key: wrapping, nonce: Array(nonce), aad: Array(keyId.utf8), input: input, output: &plain, tag: &tagBytes)
+            gcm(encrypt: false, key: wrapping, nonce: Array(nonce), aad: Array(keyId.utf8), input: input, output: &plain, tag: &tagBytes)
         }
         guard opened else { throw .wrongSecret }
         do {
@@ -217,17 +232,10 @@ public struct SealedCacheKey: Sendable, Equatable, Codable {
     public var tag: Data
 
     public static func seal(_ key: CacheKey, keyId: String, under wrapping: CacheKey) throws(RecoverySecretError) -> SealedCacheKey {
-        OpenSSLLifetime.ensure()
-        var nonce = [UInt8](repeating: 0, count: 12)
-        guard RAND_bytes(&nonce, 12) == 1 else { throw .cryptoFailure }
         var wrappingBytes = wrapping.withUnsafeBytes { Array($0) }
         defer { for i in wrappingBytes.indices { wrappingBytes[i] = 0 } }
-        var sealed = [UInt8](repeating: 0, count: CacheKey.byteCount), tag = [UInt8](repeating: 0, count: 16)
-        let ok = key.withUnsafeBytes { plain in
-            WrappedCacheKey.gcm(encrypt: true, key: wrappingBytes, nonce: nonce, aad: Array(keyId.utf8), input: plain, output: &sealed, tag: &tag)
-        }
-        guard ok else { throw .cryptoFailure }
-        return SealedCacheKey(keyId: keyId, nonce: Data(nonce), sealed: Data(sealed), tag: Data(tag))
+        let (nonce, sealed, tag) = try WrappedCacheKey.sealKey(key, keyId: keyId, wrapping: wrappingBytes)
+        return SealedCacheKey(keyId: keyId, nonce: nonce, sealed: sealed, tag: tag)
     }
 
     /// The key, or `.wrongSecret` when `wrapping` is not the key it was sealed under (or the record
@@ -236,18 +244,6 @@ public struct SealedCacheKey: Sendable, Equatable, Codable {
         guard nonce.count == 12, sealed.count == CacheKey.byteCount, tag.count == 16 else { throw .unreadableWrapping }
         var wrappingBytes = wrapping.withUnsafeBytes { Array($0) }
         defer { for i in wrappingBytes.indices { wrappingBytes[i] = 0 } }
-        var plain = [UInt8](repeating: 0, count: CacheKey.byteCount)
-        defer { for i in plain.indices { plain[i] = 0 } }
-        var tagBytes = Array(tag)
-        let opened = Array(sealed).withUnsafeBytes { input in
-            WrappedCacheKey.gcm(encrypt: false, key: wrappingBytes, nonce: Array(nonce), aad: Array(keyId.utf8), input: input,
-                                output: &plain, tag: &tagBytes)
-        }
-        guard opened else { throw .wrongSecret }
-        do {
-            return try plain.withUnsafeBytes { raw throws(KeyMaterialError) in try CacheKey.copying(raw) }
-        } catch {
-            throw .cryptoFailure
-        }
+        return try WrappedCacheKey.openKey(nonce: nonce, sealed: sealed, tag: tag, keyId: keyId, wrapping: wrappingBytes)
     }
 }

@@ -104,7 +104,9 @@ struct Quarantine {
     /// Finishes resets a crash interrupted (entries still marked `moving`). Throws when the move
     /// still cannot complete: the cache must then stay unavailable.
     func rollForward() throws(Failure) {
-        for entry in entries() where entry.notice?.moving == true {
+        // One listing for both passes: the first changes only entries the second skips.
+        let listed = entries()
+        for entry in listed where entry.notice?.moving == true {
             guard var notice = entry.notice else { continue }
             do throws(SecureFileError) {
                 try move(into: entry.path, scrubPlaintext: notice.scrubPlaintext ?? false)
@@ -114,7 +116,7 @@ struct Quarantine {
                 throw Failure(error: error)
             }
         }
-        for entry in entries() where entry.notice?.restoring == true {
+        for entry in listed where entry.notice?.restoring == true {
             guard var notice = entry.notice else { continue }
             do throws(SecureFileError) {
                 if directoryIsFree(ignoringFilesOf: entry.path) {
