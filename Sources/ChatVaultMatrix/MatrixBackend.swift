@@ -47,6 +47,10 @@ public final class MatrixBackend: ChatBackend {
         var loggedIn = true
         var identities: any MessageIdentities = MemoryMessageIdentities()
         var rooms = MatrixRooms()
+        /// The engine's state store (the direct-chat map and the reaction map live there).
+        var store: any BackendStateStore = MemoryBackendState()
+        /// Where `rooms`' direct-chat map comes from: nothing yet, the cache, or the server.
+        var direct = DirectKnowledge.unknown
         /// The realtime loop and the generation it belongs to.
         var loop: Task<Void, Never>?
         var connection = 0
@@ -95,6 +99,14 @@ public final class MatrixBackend: ChatBackend {
 
     public func attach(identities: any MessageIdentities) {
         state.withLock { $0.identities = identities }
+    }
+
+    public func attach(state store: any BackendStateStore) {
+        state.withLock { s in
+            s.store = store
+            // A map the server gave this session stays; one read from another cache does not.
+            if s.direct != .server { s.direct = .unknown }
+        }
     }
 
     public func login(userId: String) async throws(BackendError) -> BackendSession {

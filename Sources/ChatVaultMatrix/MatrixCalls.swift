@@ -22,7 +22,9 @@ extension MatrixBackend {
         var from: String?
         if let anchor = query.cursor?.id ?? query.messageId {
             let place = try event(of: anchor)
-            guard place.room == room else { return WirePage(items: [], nextCursor: nil) }
+            guard place.room == room else {
+                throw .server(status: 404, code: "ERR_NOT_FOUND", message: "the message is not in this conversation")
+            }
             let context = try await call("GET", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(room))/context/\(MatrixHTTP.segment(place.event))",
                                          query: [("limit", "0")])
             from = (backward ? context.json["start"] : context.json["end"])?.stringValue
@@ -44,6 +46,9 @@ extension MatrixBackend {
             from = end
         }
         if backward { found.reverse() }
+        // Synapse bundles edits and thread summaries, not reaction counts: those come per message
+        // that has had reactions, so a page never writes a message over its cached counts.
+        found = try await withKnownReactions(found, room: room)
         return WirePage(items: found, nextCursor: more ? from : nil)
     }
 
@@ -66,11 +71,21 @@ extension MatrixBackend {
         let scope: MessageScope = type == .group ? .group(receiver) : .user(receiver)
         guard let room = try await room(for: scope, create: true) else { throw MatrixHTTP.bad("no room for the conversation") }
         var (eventType, content) = try Self.content(of: message)
+        if let quoted = message["quotedMessageId"]?.intValue, quoted > 0, quoted <= WireLimits.maxWireNumber, eventType == "m.room.message",
+           case .object(let c) = content {
+            // A reply as Element sends it: the relation, and the fallback quote for older clients.
+            let target = try event(of: Int(quoted))
+            guard target.room == room else { throw .server(status: 400, code: "ERR_INVALID_MESSAGE", message: "the quoted message is in another conversation") }
+            content = .object(Self.replyContent(c, quoting: try await fetchEvent(room: room, event: target.event), room: room))
+        }
         if let parent = message["parentId"]?.intValue, parent > 0, parent <= WireLimits.maxWireNumber {
             let root = try event(of: Int(parent))
             guard root.room == room else { throw .server(status: 400, code: "ERR_INVALID_MESSAGE", message: "the thread's parent is in another conversation") }
             if case .object(var c) = content {
-                c["m.relates_to"] = ["rel_type": "m.thread", "event_id": .string(root.event)]
+                var relation = c["m.relates_to"]?.objectValue ?? [:]
+                relation["rel_type"] = "m.thread"
+                relation["event_id"] = .string(root.event)
+                c["m.relates_to"] = .object(relation)
                 content = .object(c)
             }
         }
@@ -98,6 +113,9 @@ extension MatrixBackend {
         if let text = changes["data"]?["text"]?.stringValue {
             guard !text.isEmpty else { throw .server(status: 400, code: "ERR_EMPTY_MESSAGE", message: "an edit cannot empty a message") }
             newContent["body"] = .string(text)
+            // The old HTML (a reply's <mx-reply> quote among it) no longer matches the text.
+            newContent["format"] = nil
+            newContent["formatted_body"] = nil
         }
         if let caption = changes["data"]?["caption"]?.stringValue { newContent["body"] = .string(caption) }
         if let custom = changes["data"]?["customData"] { newContent["data"] = custom }

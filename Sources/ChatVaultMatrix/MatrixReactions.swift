@@ -33,11 +33,16 @@ extension MatrixBackend {
         let me = self.me
         var order: [String] = []
         var counts: [String: (Int, Bool)] = [:]
-        for a in try await annotations(room: room, event: event) {
+        let list = try await annotations(room: room, event: event)
+        for a in list {
             if counts[a.key] == nil { order.append(a.key) }
             let c = counts[a.key] ?? (0, false)
             counts[a.key] = (c.0 + 1, c.1 || a.sender == me)
         }
+        // Remembered, so a later page of this message brings its counts and a redaction of one
+        // of them is known for a reaction's removal.
+        remember(reactions: list.map { ($0.id, KnownReaction(target: event, key: $0.key, sender: $0.sender, ts: $0.ts)) },
+                 room: room, cleared: list.isEmpty ? [event] : [])
         if !order.isEmpty {
             o["reactions"] = .array(order.map { key in
                 let c = counts[key] ?? (0, false)
@@ -71,10 +76,10 @@ extension MatrixBackend {
     }
 
     func reactedMessage(_ place: (room: String, event: String)) async throws(BackendError) -> JSONValue {
-        guard let message = try await fetchMessage(room: place.room, event: place.event) else {
+        guard let message = try await fetchMessage(room: place.room, event: place.event, reactions: true) else {
             throw .server(status: 404, code: "ERR_NOT_FOUND", message: "the event is not a message")
         }
-        return try await withReactions(message, room: place.room, event: place.event)
+        return message
     }
 
     public func reactions(_ query: ReactionQuery) async throws(BackendError) -> WirePage {
@@ -100,14 +105,8 @@ extension MatrixBackend {
               let id = event["event_id"]?.stringValue, MatrixIds.isEventId(id),
               let sender = event["sender"]?.stringValue, MatrixIds.isUserId(sender),
               let messageId = ids[MatrixIds.ref(room: room, event: target)] else { return nil }
-        let me = self.me
-        let place = state.withLock { $0.rooms.place(room: room, sender: sender, me: me) }
-        return [
-            "reaction": ["id": .string(id), "messageId": .int(Int64(messageId)), "reaction": .string(key), "uid": .string(sender),
-                         "reactedAt": .int(Self.time(event["origin_server_ts"]) / 1000), "reactedBy": ["uid": .string(sender)]],
-            "receiverId": .string(place.receiver), "receiverType": .string(place.receiverType.rawValue),
-            "conversationId": .string(place.conversationId),
-        ]
+        return reactionJSON(id: id, reaction: KnownReaction(target: target, key: key, sender: sender, ts: Self.time(event["origin_server_ts"])),
+                            messageId: messageId, room: room)
     }
 
     // MARK: - Threads
@@ -120,13 +119,12 @@ extension MatrixBackend {
         let answer = try await call("GET", "/_matrix/client/v1/rooms/\(MatrixHTTP.segment(room))/threads", query: q)
         let roots = answer.json["chunk"]?.arrayValue ?? []
         let latest = roots.compactMap { $0["unsigned"]?["m.relations"]?["m.thread"]?["latest_event"] }
-        let ids: [String: Int]
-        do { ids = try identities.ids(for: Self.refs(of: roots + latest, room: room)) } catch {
-            throw .server(status: 503, code: "ERR_MATRIX_IDS", message: "\(error)")
-        }
+        let ids = try await batchIds(roots + latest, room: room)
         var items: [JSONValue] = []
         for root in roots {
-            guard let parent = renderMessage(root, room: room, ids: ids), let parentId = parent["id"] else { continue }
+            guard let rendered = renderMessage(root, room: room, ids: ids), let parentId = rendered["id"] else { continue }
+            // The engine writes the parent into the cached messages: with its counts, as a page does.
+            let parent = try await withKnownReactions([rendered], room: room).first ?? rendered
             let summary = root["unsigned"]?["m.relations"]?["m.thread"]
             var o: [String: JSONValue] = [
                 "parentMessageId": parentId, "parentMessage": parent,

@@ -9,13 +9,18 @@ extension MatrixBackend {
 
     /// One timeline event as a message, or nil when it is not one the engine shows (state,
     /// reactions, edits, redactions, encrypted or unknown events, or a malformed one).
-    func renderMessage(_ event: JSONValue, room: String, ids: [String: Int]) -> JSONValue? {
+    ///
+    /// The relations Synapse bundles are applied whichever path the event came by (a page, a
+    /// context, a lookup, the catch-up, realtime): the latest edit from the sender
+    /// (`unsigned["m.relations"]["m.replace"]`, or `edit` when it is newer), the thread summary's
+    /// reply count; a reply (`m.in_reply_to`) links the quoted message and loses its fallback quote.
+    func renderMessage(_ event: JSONValue, room: String, ids: [String: Int], edit: JSONValue? = nil) -> JSONValue? {
         guard let type = event["type"]?.stringValue, type == "m.room.message" || type == Self.customEventType,
               let eventId = event["event_id"]?.stringValue, MatrixIds.isEventId(eventId),
               let senderId = event["sender"]?.stringValue, MatrixIds.isUserId(senderId),
               let id = ids[MatrixIds.ref(room: room, event: eventId)],
-              let content = event["content"]?.objectValue else { return nil }
-        let relation = content["m.relates_to"]
+              let original = event["content"]?.objectValue else { return nil }
+        let relation = original["m.relates_to"]
         if relation?["rel_type"]?.stringValue == "m.replace" { return nil }
         let me = self.me
         let (receiver, receiverType, conversationId, names) = state.withLock { s in
@@ -33,7 +38,20 @@ extension MatrixBackend {
             "receiverType": .string(receiverType.rawValue),
             "sentAt": .int(ts / 1000),
         ]
+        let bundled = event["unsigned"]?["m.relations"]
         let redacted = event["unsigned"]?["redacted_because"]
+        // The content shown: the latest edit's new content, else the event's own.
+        var content = original
+        if redacted?.objectValue == nil,
+           let latest = Self.latestEdit(of: eventId, sender: senderId, among: [bundled?["m.replace"], edit]),
+           let newContent = latest["content"]?["m.new_content"]?.objectValue {
+            content = newContent
+            let at = Self.time(latest["origin_server_ts"]) / 1000
+            o["editedAt"] = .int(at)
+            o["editedBy"] = .string(senderId)
+            o["updatedAt"] = .int(at)
+        }
+        let quoted = Self.quotedEvent(relation)
         if let redacted, redacted.objectValue != nil {
             o["category"] = "message"
             o["type"] = "text"
@@ -41,28 +59,39 @@ extension MatrixBackend {
             o["deletedAt"] = .int(max(Self.time(redacted["origin_server_ts"]) / 1000, 1))
             if let by = redacted["sender"]?.stringValue, MatrixIds.isUserId(by) { o["deletedBy"] = .string(by) }
         } else if type == Self.customEventType {
-            guard let subtype = content["type"]?.stringValue, !subtype.isEmpty, subtype.utf8.count <= 255 else { return nil }
+            guard let subtype = original["type"]?.stringValue, !subtype.isEmpty, subtype.utf8.count <= 255 else { return nil }
             o["category"] = "custom"
             o["type"] = .string(subtype)
-            var data: [String: JSONValue] = ["customData": content["data"] ?? .object([:])]
+            var data: [String: JSONValue] = ["customData": content["data"] ?? original["data"] ?? .object([:])]
             if let text = content["body"]?.stringValue { data["conversationText"] = .string(text) }
             o["data"] = .object(data)
         } else {
-            guard let data = Self.messageData(content) else { return nil }
+            var shown = content
+            // The fallback quote is only in the reply's own body (an edit's new content has none).
+            if quoted != nil, content == original, let body = shown["body"]?.stringValue {
+                shown["body"] = .string(Self.strippingReplyFallback(body))
+            }
+            guard let data = Self.messageData(shown) ?? Self.messageData(original) else { return nil }
             o["category"] = "message"
             o["type"] = .string(data.type)
             o["data"] = data.data
         }
-        if let metadata = content[Self.metadataKey], metadata.objectValue != nil {
+        if let metadata = content[Self.metadataKey] ?? original[Self.metadataKey], metadata.objectValue != nil {
             if case .object(var data) = o["data"] {
                 data["metadata"] = metadata
                 o["data"] = .object(data)
             }
         }
-        if let muid = content[Self.muidKey]?.stringValue, !muid.isEmpty, muid.utf8.count <= 255 { o["muid"] = .string(muid) }
+        if let muid = original[Self.muidKey]?.stringValue, !muid.isEmpty, muid.utf8.count <= 255 { o["muid"] = .string(muid) }
         if relation?["rel_type"]?.stringValue == "m.thread", let root = relation?["event_id"]?.stringValue,
            let parent = ids[MatrixIds.ref(room: room, event: root)] {
             o["parentId"] = .int(Int64(parent))
+        }
+        if let quoted, let quotedId = ids[MatrixIds.ref(room: room, event: quoted)] {
+            o["quotedMessageId"] = .int(Int64(quotedId))
+        }
+        if let count = bundled?["m.thread"]?["count"]?.intValue, count > 0 {
+            o["replyCount"] = .int(min(count, 1 << 31))
         }
         if let txn = event["unsigned"]?["transaction_id"]?.stringValue, !txn.isEmpty, txn.utf8.count <= 255 {
             o["localMessageId"] = .string(txn)
@@ -70,22 +99,16 @@ extension MatrixBackend {
         return .object(o)
     }
 
-    /// The refs a batch of events needs ids for: each message, and the thread roots and edited,
-    /// reacted or redacted events they point at (with the pointing event's time: the best known).
+    /// The refs a batch of events needs ids for: each message's own, from its own time. The
+    /// events its relations name get theirs in `batchIds` (never from the naming event's time).
     static func refs(of events: [JSONValue], room: String) -> [MessageRef] {
         var out: [MessageRef] = []
         for event in events {
             guard let eventId = event["event_id"]?.stringValue, MatrixIds.isEventId(eventId) else { continue }
-            let ts = time(event["origin_server_ts"])
             // Only messages get ids (state, reactions and redactions are not messages themselves).
             let type = event["type"]?.stringValue
             if type == "m.room.message" || type == customEventType {
-                out.append(MessageRef(MatrixIds.ref(room: room, event: eventId), timeMs: ts))
-            }
-            for target in [event["content"]?["m.relates_to"]?["event_id"], event["redacts"], event["content"]?["redacts"]] {
-                if let target = target?.stringValue, MatrixIds.isEventId(target) {
-                    out.append(MessageRef(MatrixIds.ref(room: room, event: target), timeMs: ts))
-                }
+                out.append(MessageRef(MatrixIds.ref(room: room, event: eventId), timeMs: time(event["origin_server_ts"])))
             }
         }
         return out

@@ -1,6 +1,17 @@
 public import ChatVault
 import Foundation
 
+/// Where the direct-chat map a backend holds comes from.
+enum DirectKnowledge: Sendable {
+    /// Nothing read yet this session.
+    case unknown
+    /// The copy the cache kept (possibly none): good for placing rooms, not for saying a
+    /// conversation has no room.
+    case stored
+    /// The server's, read or updated this session.
+    case server
+}
+
 /// What the backend knows of the user's rooms: which are direct-message rooms and with whom
 /// (`m.direct`), and display names seen.
 struct MatrixRooms: Sendable {
@@ -73,9 +84,35 @@ extension MatrixBackend {
     func loadDirectRooms() async throws(BackendError) {
         do {
             let answer = try await call("GET", "/_matrix/client/v3/user/\(MatrixHTTP.segment(me))/account_data/m.direct")
-            state.withLock { $0.rooms.setDirect(answer.json) }
+            adoptDirect(answer.json)
         } catch .server(404, _, _) {
-            state.withLock { $0.rooms.setDirect(.object([:])) }
+            adoptDirect(.object([:]))
+        }
+    }
+
+    /// The name the direct-chat map is kept under in the engine's state store.
+    static let directKey = "matrix.direct"
+
+    /// Takes an `m.direct` content the server gave as the map, and keeps it in the cache so it is
+    /// known offline after a restart.
+    func adoptDirect(_ content: JSONValue) {
+        let text = String(decoding: content.jsonData(), as: UTF8.self)
+        let store = state.withLock { s -> any BackendStateStore in
+            s.rooms.setDirect(content)
+            s.direct = .server
+            return s.store
+        }
+        if store.value(for: Self.directKey) != text { try? store.set(text, for: Self.directKey) }
+    }
+
+    /// Before the server has answered this session: the map kept in the cache (once per session).
+    func ensureDirectMap() {
+        guard state.withLock({ $0.direct == .unknown }) else { return }
+        let text = state.withLock { $0.store }.value(for: Self.directKey)
+        state.withLock { s in
+            guard s.direct == .unknown else { return }
+            if let text, let json = try? JSONValue(jsonData: Data(text.utf8)) { s.rooms.setDirect(json) }
+            s.direct = .stored
         }
     }
 
@@ -88,7 +125,14 @@ extension MatrixBackend {
             return guid
         case .user(let uid):
             guard MatrixIds.isUserId(uid) else { throw .server(status: 404, code: "ERR_UID_NOT_FOUND", message: "not a Matrix user id") }
+            ensureDirectMap()
             if let room = state.withLock({ $0.rooms.roomWith[uid] }) { return room }
+            // Not in a map the cache kept: only the server can say there is none (offline, this
+            // throws: "no room" must never be answered for "not known yet").
+            if state.withLock({ $0.direct != .server }) {
+                try await loadDirectRooms()
+                if let room = state.withLock({ $0.rooms.roomWith[uid] }) { return room }
+            }
             guard create else { return nil }
             return try await createDirectRoom(with: uid)
         }
@@ -114,11 +158,12 @@ extension MatrixBackend {
             return s.rooms.directContent
         }
         _ = try await call("PUT", "/_matrix/client/v3/user/\(MatrixHTTP.segment(me))/account_data/m.direct", json: content)
+        adoptDirect(content)
     }
 
     /// Accepts an invitation to a direct-message room (`is_direct` on the invite), so a user who
-    /// writes to us first is heard; other invitations are left for the app.
-    func acceptDirectInvite(room: String, inviteState: [JSONValue]) async {
+    /// writes to us first is heard; other invitations are left for the app. True once joined.
+    func acceptDirectInvite(room: String, inviteState: [JSONValue]) async -> Bool {
         let me = self.me
         var inviter: String?
         var isDirect = false
@@ -127,12 +172,14 @@ extension MatrixBackend {
             isDirect = event["content"]?["is_direct"]?.boolValue == true
             inviter = event["sender"]?.stringValue
         }
-        guard isDirect, let inviter, MatrixIds.isUserId(inviter), MatrixIds.isRoomId(room) else { return }
+        guard isDirect, let inviter, MatrixIds.isUserId(inviter), MatrixIds.isRoomId(room) else { return false }
         do {
             _ = try await call("POST", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(room))/join", json: .object([:]))
             try await recordDirect(room: room, peer: inviter)
+            return true
         } catch {
             // Tried again at the next sync that still shows the invitation.
+            return false
         }
     }
 }

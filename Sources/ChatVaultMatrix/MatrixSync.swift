@@ -9,6 +9,8 @@ enum MatrixChange: Sendable {
     case left(conversationId: String)
     /// Someone reacted: the realtime shape of `reactionAdded`, and the message's place.
     case reacted(JSONValue, room: String, event: String)
+    /// A reaction was taken back (its annotation redacted): the shape of `reactionRemoved`.
+    case unreacted(JSONValue, room: String, event: String)
     /// Someone read a room up to a message (`m.read`): the realtime shape of `messagesRead`.
     case read(JSONValue)
 }
@@ -69,9 +71,10 @@ extension MatrixBackend {
         var point = point
         var found: [MatrixChange] = []
         while let gap = point.gaps.first, found.count < limit {
-            let answer = try await call("GET", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(gap.room))/messages", query: [
-                ("dir", "f"), ("from", gap.from), ("to", point.next), ("limit", String(min(max(limit - found.count, 1), 1000))),
-            ])
+            var query = [("dir", "f"), ("to", point.next), ("limit", String(min(max(limit - found.count, 1), 1000)))]
+            // An empty point is the room's start (a room joined during the catch-up).
+            if !gap.from.isEmpty { query.append(("from", gap.from)) }
+            let answer = try await call("GET", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(gap.room))/messages", query: query)
             let chunk = answer.json["chunk"]?.arrayValue ?? []
             found += try await interpret(chunk, room: gap.room).map(\.change)
             if let end = answer.json["end"]?.stringValue, !end.isEmpty, end != gap.from, !chunk.isEmpty, end.utf8.count <= 1024 {
@@ -99,10 +102,9 @@ extension MatrixBackend {
             case .left(let conversationId): entries.append(.conversationRemoved(conversationId: conversationId))
             case .read:
                 continue // receipts reach the cache with the next read of the conversation
-            case .reacted(_, let room, let event):
+            case .reacted(_, let room, let event), .unreacted(_, let room, let event):
                 // The catch-up carries a reaction as an upsert of its message with the counts.
-                if let message = try? await fetchMessage(room: room, event: event),
-                   let counted = try? await withReactions(message, room: room, event: event) {
+                if let counted = try? await reactedMessage((room, event)) {
                     entries.append(.messageUpserted(counted))
                 }
             }
@@ -124,7 +126,7 @@ extension MatrixBackend {
 
     func applyAccountData(_ events: [JSONValue]) {
         for event in events where event["type"]?.stringValue == "m.direct" {
-            if let content = event["content"] { state.withLock { $0.rooms.setDirect(content) } }
+            if let content = event["content"] { adoptDirect(content) }
         }
     }
 
@@ -133,14 +135,17 @@ extension MatrixBackend {
     /// `budget` changes, is not delivered here: it comes back as a gap, read forward from `since`.
     func process(sync json: JSONValue, since: String?, budget: Int = .max) async throws(BackendError) -> (changes: [MatrixChange], gaps: [CatchUpPoint.Gap]) {
         if let events = json["account_data"]?["events"]?.arrayValue { applyAccountData(events) }
+        var gaps: [CatchUpPoint.Gap] = []
         if let invites = json["rooms"]?["invite"]?.objectValue {
             for (room, value) in invites.sorted(by: { $0.key < $1.key }) {
-                await acceptDirectInvite(room: room, inviteState: value["invite_state"]?["events"]?.arrayValue ?? [])
+                let joined = await acceptDirectInvite(room: room, inviteState: value["invite_state"]?["events"]?.arrayValue ?? [])
+                // Joined during a catch-up: the room's whole backlog (sent while the invitation
+                // waited) is read from its start, not only what follows the join.
+                if joined, since != nil { gaps.append(CatchUpPoint.Gap(room: room, from: "")) }
             }
         }
         var timeline: [(room: String, events: [JSONValue])] = []
         var changes: [(ts: Int64, order: Int, change: MatrixChange)] = []
-        var gaps: [CatchUpPoint.Gap] = []
         var order = 0
         var planned = 0
         if let joined = json["rooms"]?["join"]?.objectValue {
@@ -199,14 +204,12 @@ extension MatrixBackend {
 
     /// One room's timeline events as changes (with each one's time).
     func interpret(_ events: [JSONValue], room: String) async throws(BackendError) -> [(ts: Int64, change: MatrixChange)] {
-        let ids: [String: Int]
-        do {
-            ids = try identities.ids(for: Self.refs(of: events, room: room))
-        } catch {
-            throw .server(status: 503, code: "ERR_MATRIX_IDS", message: "\(error)")
-        }
+        ensureDirectMap()
+        let ids = try await batchIds(events, room: room)
         let me = self.me
         var out: [(Int64, MatrixChange)] = []
+        var seen: [String: KnownReaction] = [:]
+        var reactions: [(id: String, reaction: KnownReaction)] = []
         for event in events {
             let ts = Self.time(event["origin_server_ts"])
             let content = event["content"]
@@ -220,14 +223,29 @@ extension MatrixBackend {
                 }
             case "m.room.redaction":
                 guard let target = (event["redacts"] ?? content?["redacts"])?.stringValue, MatrixIds.isEventId(target),
-                      let id = ids[MatrixIds.ref(room: room, event: target)],
                       let sender = event["sender"]?.stringValue else { continue }
-                let place = state.withLock { $0.rooms.place(room: room, sender: sender, me: me) }
-                let message = try? await fetchMessage(room: room, event: target)
-                out.append((ts, .deleted(id: id, conversationId: place.conversationId, message: message)))
+                if let id = ids[MatrixIds.ref(room: room, event: target)] ?? identities.existingId(for: MatrixIds.ref(room: room, event: target)) {
+                    let place = state.withLock { $0.rooms.place(room: room, sender: sender, me: me) }
+                    let message = try? await fetchMessage(room: room, event: target)
+                    out.append((ts, .deleted(id: id, conversationId: place.conversationId, message: message)))
+                } else if let reaction = seen[target] ?? knownReaction(room: room, event: target),
+                          let messageId = ids[MatrixIds.ref(room: room, event: reaction.target)]
+                            ?? identities.existingId(for: MatrixIds.ref(room: room, event: reaction.target)) {
+                    // A reaction taken back (Element redacts the annotation).
+                    out.append((ts, .unreacted(reactionJSON(id: target, reaction: reaction, messageId: messageId, room: room),
+                                               room: room, event: reaction.target)))
+                }
             case "m.reaction":
                 guard let json = reactionEvent(event, room: room, ids: ids),
-                      let target = content?["m.relates_to"]?["event_id"]?.stringValue else { continue }
+                      let id = event["event_id"]?.stringValue,
+                      let target = content?["m.relates_to"]?["event_id"]?.stringValue,
+                      let key = content?["m.relates_to"]?["key"]?.stringValue,
+                      let sender = event["sender"]?.stringValue else { continue }
+                let known = KnownReaction(target: target, key: key, sender: sender, ts: ts)
+                seen[id] = known
+                reactions.append((id, known))
+                // A reaction redacted already (a page read after the fact) counts for nothing.
+                if event["unsigned"]?["redacted_because"] != nil { continue }
                 out.append((ts, .reacted(json, room: room, event: target)))
             case "m.room.member":
                 let membership = content?["membership"]?.stringValue
@@ -239,53 +257,40 @@ extension MatrixBackend {
                 continue
             }
         }
+        remember(reactions: reactions, room: room)
         return out
     }
 
-    /// The message an `m.replace` event edits, as it now reads.
+    /// The message an `m.replace` event edits, as it now reads (this edit, or a later one).
     func editedMessage(_ edit: JSONValue, room: String) async throws(BackendError) -> JSONValue? {
         guard let target = edit["content"]?["m.relates_to"]?["event_id"]?.stringValue, MatrixIds.isEventId(target),
-              let newContent = edit["content"]?["m.new_content"]?.objectValue,
-              let editor = edit["sender"]?.stringValue else { return nil }
-        guard let original = try? await fetchEvent(room: room, event: target),
-              original["sender"]?.stringValue == editor,
-              case .object(var message)? = try render(original, room: room) else { return nil }
-        if let data = Self.messageData(newContent)?.data {
-            message["data"] = data
-        } else if original["type"]?.stringValue == Self.customEventType, let custom = newContent["data"] {
-            message["data"] = ["customData": custom]
-        }
-        let ts = Self.time(edit["origin_server_ts"]) / 1000
-        message["editedAt"] = .int(ts)
-        message["editedBy"] = .string(editor)
-        message["updatedAt"] = .int(ts)
-        return .object(message)
+              edit["content"]?["m.new_content"]?.objectValue != nil,
+              let editor = edit["sender"]?.stringValue,
+              let original = try? await fetchEvent(room: room, event: target),
+              original["sender"]?.stringValue == editor else { return nil }
+        return try await renderFetched(original, room: room, edit: edit)
     }
 
     func fetchEvent(room: String, event: String) async throws(BackendError) -> JSONValue {
         try await call("GET", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(room))/event/\(MatrixHTTP.segment(event))").json
     }
 
-    /// One event of `room`, rendered (with its latest edit applied); nil when it is not a message.
-    func fetchMessage(room: String, event: String) async throws(BackendError) -> JSONValue? {
+    /// One event of `room`, rendered as it now stands (its latest edit, its reply link, and its
+    /// reaction counts when it has had reactions, or always with `reactions`); nil when it is not
+    /// a message.
+    func fetchMessage(room: String, event: String, reactions: Bool = false) async throws(BackendError) -> JSONValue? {
         let json = try await fetchEvent(room: room, event: event)
-        guard case .object(var message)? = try render(json, room: room) else { return nil }
-        if let replace = json["unsigned"]?["m.relations"]?["m.replace"], replace["event_id"] != nil,
-           let edited = try? await editedMessage(replace, room: room) {
-            return edited
-        }
-        message["conversationId"] = message["conversationId"]
-        return .object(message)
+        return try await renderFetched(json, room: room, reactions: reactions)
     }
 
-    /// One event rendered with ids allocated for it.
-    func render(_ event: JSONValue, room: String) throws(BackendError) -> JSONValue? {
-        do {
-            let ids = try identities.ids(for: Self.refs(of: [event], room: room))
-            return renderMessage(event, room: room, ids: ids)
-        } catch {
-            throw .server(status: 503, code: "ERR_MATRIX_IDS", message: "\(error)")
-        }
+    /// A fetched event rendered with ids for it and what it names, and its reaction counts.
+    func renderFetched(_ json: JSONValue, room: String, edit: JSONValue? = nil, reactions: Bool = false) async throws(BackendError) -> JSONValue? {
+        ensureDirectMap()
+        let ids = try await batchIds([json], room: room)
+        guard let message = renderMessage(json, room: room, ids: ids, edit: edit),
+              let event = json["event_id"]?.stringValue else { return nil }
+        if reactions { return try await withReactions(message, room: room, event: event) }
+        return try await withKnownReactions([message], room: room).first ?? message
     }
 
     // MARK: - Realtime
@@ -343,7 +348,14 @@ extension MatrixBackend {
                 case .message(let m, let ownEcho): if !ownEcho { continuation.yield(.messageReceived(m)) }
                 case .edited(let m): continuation.yield(.messageEdited(m))
                 case .deleted(_, _, let m?): continuation.yield(.messageDeleted(m))
-                case .reacted(let r, _, _): continuation.yield(.reactionAdded(r))
+                case .reacted(let r, let room, let event), .unreacted(let r, let room, let event):
+                    // With the message as it now stands, so the cache's counts follow.
+                    var json = r
+                    if case .object(var o) = r, let message = try? await reactedMessage((room, event)) {
+                        o["message"] = message
+                        json = .object(o)
+                    }
+                    if case .reacted = change { continuation.yield(.reactionAdded(json)) } else { continuation.yield(.reactionRemoved(json)) }
                 case .read(let r): continuation.yield(.messagesRead(r))
                 case .deleted, .left: continue
                 }
@@ -369,6 +381,7 @@ extension MatrixBackend {
 struct CatchUpPoint: Sendable, Equatable {
     struct Gap: Sendable, Equatable {
         var room: String
+        /// Where the room is read from; empty for the room's start.
         var from: String
     }
 
@@ -396,7 +409,7 @@ struct CatchUpPoint: Sendable, Equatable {
         var gaps: [Gap] = []
         for item in list {
             guard let pair = item.arrayValue, pair.count == 2, let room = pair[0].stringValue, MatrixIds.isRoomId(room),
-                  let from = pair[1].stringValue, !from.isEmpty, from.utf8.count <= 1024 else { return nil }
+                  let from = pair[1].stringValue, from.utf8.count <= 1024 else { return nil }
             gaps.append(Gap(room: room, from: from))
         }
         self.init(since: since, next: next, gaps: gaps)

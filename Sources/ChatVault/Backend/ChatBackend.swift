@@ -160,6 +160,16 @@ public struct MediaStream: Sendable {
 /// are wire JSON the engine validates (`WireLimits`) before anything reaches the cache.
 ///
 /// `ChatVaultSimulator` implements it in process, for the library's tests and apps' own tests.
+///
+/// **An answer is the server's word.** The engine reconciles the cache against what a read
+/// answers: a page of messages replaces the slice it covers, so cached rows the page omits are
+/// deleted, and an empty page empties the slice. A backend must therefore never answer an empty
+/// page, an empty list or a nil it means as "I don't know" (it is offline, it has not learnt yet
+/// which room a conversation is, a lookup it depends on failed): it throws instead
+/// (`.unreachable`, `.timedOut`, or a transient `.server` 5xx when it is not ready), and the
+/// engine keeps the cache as it is. The same holds for a rendering: a field the backend could not
+/// determine (a receipt, a reply count) is better left out than answered as zero where the engine
+/// keeps what it has (`readAt`, `deliveredAt` and `deletedAt` never go back in the cache).
 public protocol ChatBackend: Sendable {
     // Session
     func login(userId: String) async throws(BackendError) -> BackendSession
@@ -250,10 +260,15 @@ public protocol ChatBackend: Sendable {
     /// the name with `ref(for:)`, exactly and across restarts (the map is kept in the encrypted
     /// cache). A backend with whole-number ids (the simulator) ignores it: the default does.
     func attach(identities: any MessageIdentities)
+    /// The engine's small state store for the user logging in (kept in the encrypted cache),
+    /// handed over at every login with `attach(identities:)`: what the backend must still know
+    /// after a restart without a network (a Matrix backend's direct-chat map). The default ignores it.
+    func attach(state: any BackendStateStore)
 }
 
 extension ChatBackend {
     public func attach(identities: any MessageIdentities) {}
+    public func attach(state: any BackendStateStore) {}
 
     public func latestSyncPoint() async throws(BackendError) -> ChangeLogPage {
         try await pagedLatestSyncPoint()

@@ -59,4 +59,5 @@ extension ForwardingBackend {
     public func connect() async throws(BackendError) { try await forwardee.connect() }
     public func disconnect() async { await forwardee.disconnect() }
     public func attach(identities: any MessageIdentities) { forwardee.attach(identities: identities) }
+    public func attach(state: any BackendStateStore) { forwardee.attach(state: state) }
 }

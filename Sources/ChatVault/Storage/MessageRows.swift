@@ -145,12 +145,48 @@ package enum MessageRows {
     static func source(code: Int) -> MessageSource { code == 1 ? .sync : .realtime }
 
     static func upsert(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, in db: Database) throws {
+        let wire = try keepingProgress(wire, m, me: me, in: db) ?? wire
         let update = try db.cached(updateSQL)
         try bindRow(update, wire, m, me: me, source: source)
         try update.bind(.int(Int64(m.id)), at: 15)
         while try update.step() {}
         if db.changes > 0 { return }
         try insert(wire, m, me: me, source: source, statement: try db.cached(insertSQL))
+    }
+
+    /// The receipt times that never go back: a message's delivery and read by its other side,
+    /// and by the user's own devices.
+    static let progressFields = ["deliveredAt", "readAt", "deliveredToMeAt", "readByMeAt"]
+
+    /// `wire` with the receipt times of the cached copy of `m` where they are later (and `m`
+    /// updated to match, its status too), or nil when the cache holds no later ones. A rendering
+    /// of the same message that lacks a receipt (a backend that cannot tell, such as a Matrix page)
+    /// never takes a delivered or read message back to sent.
+    static func keepingProgress(_ wire: JSONValue, _ m: BaseMessage, me: String, in db: Database) throws -> JSONValue? {
+        guard case .object(var fields) = wire else { return nil }
+        let stmt = try db.cached("SELECT payload FROM messages WHERE server_id = ?")
+        try stmt.bind([.int(Int64(m.id))])
+        let cached: JSONValue? = try {
+            defer { stmt.reset() }
+            guard try stmt.step(), let bytes = stmt.blob(0) else { return nil }
+            return try? BinaryJSON.decode(bytes)
+        }()
+        guard let cached else { return nil }
+        var changed = false
+        for key in progressFields {
+            guard let old = cached[key]?.doubleValue, old > 0, old.isFinite, old > (fields[key]?.doubleValue ?? 0) else { continue }
+            fields[key] = .double(old)
+            changed = true
+            switch key {
+            case "deliveredAt": m.deliveredAt = old
+            case "readAt": m.readAt = old
+            case "deliveredToMeAt": m.deliveredToMeAt = old
+            default: m.readByMeAt = old
+            }
+        }
+        guard changed else { return nil }
+        if [.sent, .delivered, .read].contains(m.messageStatus) { m.messageStatus = status(of: m, me: me) }
+        return .object(fields)
     }
 
     /// Rewrites the cached row of a server message (its local id kept), with `updateSQL`

@@ -55,7 +55,8 @@ final class SyncPageBatch {
         let existing = try row(m.id)
         m.source = existing?.source ?? .sync
         if let existing {
-            try MessageRows.update(wire, m, me: me, source: existing.source, encoded: encoded, statement: update)
+            let kept = try MessageRows.keepingProgress(wire, m, me: me, in: db)
+            try MessageRows.update(kept ?? wire, m, me: me, source: existing.source, encoded: kept == nil ? encoded : nil, statement: update)
         } else {
             try MessageRows.insert(wire, m, me: me, source: .sync, encoded: encoded, statement: insert)
         }
@@ -68,7 +69,7 @@ final class SyncPageBatch {
     /// how it first arrived; nil when the cache does not hold it, else that source.
     func changed(_ wire: JSONValue, _ m: BaseMessage) throws -> MessageSource? {
         guard let existing = try row(m.id) else { return nil }
-        try MessageRows.update(wire, m, me: me, source: existing.source, statement: update)
+        try MessageRows.update(try MessageRows.keepingProgress(wire, m, me: me, in: db) ?? wire, m, me: me, source: existing.source, statement: update)
         try touch(wire, m, newlyCached: false, previousFlags: existing.flags)
         return existing.source
     }

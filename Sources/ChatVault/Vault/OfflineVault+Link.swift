@@ -38,6 +38,7 @@ extension OfflineVault {
             return s.generation
         }
         backend.attach(identities: CacheMessageIdentities(cache: { [weak self] in self?.openCache }))
+        backend.attach(state: CacheBackendState(cache: { [weak self] in self?.openCache }))
         consumeEventsOnce()
         startLinkLoop(generation: generation, delayFirst: false)
     }
