@@ -19,7 +19,8 @@ final class ReadHarness {
     let me: String
 
     init(me: String = "alice", users: [String] = ["alice", "bob", "carol"], enabled: Bool = true,
-         configure: (OfflineConfig.Builder) -> Void = { _ in }) throws {
+         configure: (OfflineConfig.Builder) -> Void = { _ in },
+         backend wrap: (SimulatedClient) -> any ChatBackend = { $0 }, settings adjust: (inout VaultSettings) -> Void = { _ in }) throws {
         self.me = me
         simulator = ChatVaultSimulator(seed: 7, clock: clock)
         for user in users { try simulator.addUser(SimulatedUser(uid: user, name: user.capitalized)) }
@@ -31,7 +32,8 @@ final class ReadHarness {
         let clock = self.clock
         settings.clock = { clock.date }
         settings.evictionDelay = .seconds(3600)
-        vault = try OfflineVault(config: builder.build(), settings: settings, backend: client)
+        adjust(&settings)
+        vault = try OfflineVault(config: builder.build(), settings: settings, backend: wrap(client))
     }
 
     func login() async {
