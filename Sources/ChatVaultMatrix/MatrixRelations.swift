@@ -90,7 +90,10 @@ extension MatrixBackend {
         guard let eventId = event["event_id"]?.stringValue, MatrixIds.isEventId(eventId) else { return content }
         var out = content
         let sender = event["sender"]?.stringValue ?? ""
-        let quotedBody = strippingReplyFallback(event["content"]?["body"]?.stringValue ?? "")
+        // The quoted text as it now reads (its latest edit), as Element quotes it.
+        let edit = latestEdit(of: eventId, sender: sender, among: [event["unsigned"]?["m.relations"]?["m.replace"]])
+        let shown = edit?["content"]?["m.new_content"]?["body"]?.stringValue ?? event["content"]?["body"]?.stringValue ?? ""
+        let quotedBody = edit == nil ? strippingReplyFallback(shown) : shown
         let body = content["body"]?.stringValue ?? ""
         let quotedLines = quotedBody.split(separator: "\n", omittingEmptySubsequences: false).prefix(5)
         let quote = quotedLines.enumerated().map { i, line in i == 0 ? "> <\(sender)> \(line)" : "> \(line)" }.joined(separator: "\n")

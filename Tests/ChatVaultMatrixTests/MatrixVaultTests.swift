@@ -34,7 +34,7 @@ final class MatrixVaultTests: XCTestCase {
             vault = try Self.makeVault(backend, root: root.path, runtime: runtime.path, keyStore: keyStore, callbacks: callbacks)
         }
 
-        static func makeVault(_ backend: MatrixBackend, root: String, runtime: String, keyStore: MemoryKeyStore,
+        static func makeVault(_ backend: any ChatBackend, root: String, runtime: String, keyStore: MemoryKeyStore,
                               callbacks: DispatchQueue) throws -> OfflineVault {
             let config = OfflineConfig.Builder().setEnabled(true).setEncryption(true).build()
             var settings = VaultSettings(applicationId: "org.chatvault.matrixtests", rootDirectory: root,

@@ -1,0 +1,352 @@
+import ChatVault
+import ChatVaultMatrix
+import ChatVaultTesting
+import Foundation
+import Synchronization
+import VaultKeys
+import VaultStore
+import XCTest
+
+/// What a real Matrix client sends (events shaped as Element sends them: edits with `m.new_content`
+/// and a `"* "` body, replies with the fallback quote, reactions, redactions of reactions), and a
+/// process that starts offline, against the real Synapse. The cache is read after every phase that
+/// can write over it: the catch-up, an online read (its server phase), a realtime delivery, a restart.
+final class MatrixRelationTests: XCTestCase {
+    /// The Matrix backend, with its page reads switched off when a test wants the cache alone
+    /// (realtime and the catch-up go on).
+    final class Switched: ForwardingBackend {
+        let matrix: MatrixBackend
+        var forwardee: any ChatBackend { matrix }
+        let pagesOff = Mutex(false)
+
+        init(_ matrix: MatrixBackend) { self.matrix = matrix }
+
+        func messages(_ q: MessageQuery) async throws(BackendError) -> WirePage {
+            if pagesOff.withLock({ $0 }) { throw .unreachable }
+            return try await matrix.messages(q)
+        }
+    }
+
+    /// One user's engine over Matrix on an encrypted cache; `restart(homeserver:)` is a new process
+    /// on the same cache (a new backend and engine), optionally against another address.
+    final class Device: @unchecked Sendable {
+        let root = TemporaryDirectory()
+        let runtime = TemporaryDirectory()
+        let keyStore = MemoryKeyStore()
+        let callbacks = DispatchQueue(label: "tests.matrix.relations")
+        let session: MatrixSession
+        private(set) var backend: Switched
+        private(set) var vault: OfflineVault
+
+        init(session: MatrixSession, homeserver: URL) throws {
+            self.session = session
+            backend = Switched(MatrixBackend(homeserver: homeserver, session: session))
+            vault = try MatrixVaultTests.Harness.makeVault(backend, root: root.path, runtime: runtime.path, keyStore: keyStore, callbacks: callbacks)
+        }
+
+        func restart(homeserver: URL) async throws {
+            await vault.logout()
+            backend = Switched(MatrixBackend(homeserver: homeserver, session: session))
+            vault = try MatrixVaultTests.Harness.makeVault(backend, root: root.path, runtime: runtime.path, keyStore: keyStore, callbacks: callbacks)
+            _ = await vault.login(userId: session.userId)
+        }
+
+        func request(_ scope: MessageScope, limit: Int = 100) -> MessagesRequest {
+            let builder = MessagesRequest.MessageRequestBuilder(vault: vault).set(limit: limit)
+            switch scope {
+            case .user(let uid): builder.set(uid: uid)
+            case .group(let guid): builder.set(guid: guid)
+            }
+            return builder.build()
+        }
+
+        /// The cached page alone (the server phase switched off for the read).
+        func cached(_ scope: MessageScope, limit: Int = 100) async -> [BaseMessage] {
+            backend.pagesOff.withLock { $0 = true }
+            defer { backend.pagesOff.withLock { $0 = false } }
+            return await request(scope, limit: limit).fetchPrevious().cached ?? []
+        }
+
+        /// How many messages of a conversation the cache holds (straight from the database).
+        func rows(_ conversationId: String) throws -> Int64 {
+            try XCTUnwrap(vault.openCache).reader.sync { db in
+                try db.scalarInt("SELECT count(*) FROM messages WHERE conversation_id = ?", .text(conversationId)) ?? 0
+            }
+        }
+
+        func wait(_ what: String, seconds: Double = 30, file: StaticString = #filePath, line: UInt = #line,
+                  _ condition: () async throws -> Bool) async throws {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                if try await condition() { return }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            XCTFail("timed out waiting for \(what)", file: file, line: line)
+            throw CancellationError()
+        }
+
+        func sendText(_ message: TextMessage) async throws -> TextMessage {
+            let sent = Mutex<TextMessage?>(nil)
+            let failed = Mutex<CometChatException?>(nil)
+            vault.sendTextMessage(message: message, onMessagePending: { _ in }, onMessageSent: { m in sent.withLock { $0 = m } },
+                                  onError: { e in failed.withLock { $0 = e } })
+            try await wait("the send") { sent.withLock { $0 != nil } || failed.withLock { $0 != nil } }
+            if let error = failed.withLock({ $0 }) { throw error }
+            return try XCTUnwrap(sent.withLock { $0 })
+        }
+    }
+
+    func device(_ session: MatrixSession) async throws -> Device {
+        let d = try Device(session: session, homeserver: try TestHomeserver.url())
+        addTeardownBlock { await d.vault.logout() }
+        let attempt = await d.vault.login(userId: session.userId)
+        XCTAssertEqual(attempt.state, .ready)
+        try await d.wait("the first sweep") { d.vault.getLastSyncTimestamp() > 0 }
+        await d.vault.waitForSyncIdle()
+        return d
+    }
+
+    func group(for alice: MatrixSession) async throws -> (bob: RawMatrixClient, room: String) {
+        let (bobSession, _) = try await TestHomeserver.session("bob")
+        let bob = RawMatrixClient(session: bobSession)
+        let room = try await bob.createRoom(name: "Team", invite: [alice.userId])
+        try await RawMatrixClient(session: alice).join(room)
+        return (bob, room)
+    }
+
+    @discardableResult
+    func send(_ client: RawMatrixClient, _ room: String, _ type: String, _ content: JSONValue) async throws -> String {
+        let answer = try await client.call("PUT", "_matrix/client/v3/rooms/\(room)/send/\(type)/\(UUID().uuidString)", content)
+        return try XCTUnwrap(answer["event_id"]?.stringValue)
+    }
+
+    /// An edit as Element sends it.
+    func edit(_ client: RawMatrixClient, _ room: String, _ event: String, to text: String) async throws {
+        try await send(client, room, "m.room.message", [
+            "msgtype": "m.text", "body": .string("* " + text),
+            "m.new_content": ["msgtype": "m.text", "body": .string(text)],
+            "m.relates_to": ["rel_type": "m.replace", "event_id": .string(event)],
+        ])
+    }
+
+    /// A reply as Element sends it: the relation, the fallback quote in `body`, `<mx-reply>` in the HTML.
+    func reply(_ client: RawMatrixClient, _ room: String, to event: String, quoting text: String, sender: String, with reply: String) async throws -> String {
+        try await send(client, room, "m.room.message", [
+            "msgtype": "m.text", "body": .string("> <\(sender)> \(text)\n\n\(reply)"),
+            "format": "org.matrix.custom.html",
+            "formatted_body": .string("<mx-reply><blockquote><a href=\"https://matrix.to/#/\(room)/\(event)\">In reply to</a> <a href=\"https://matrix.to/#/\(sender)\">\(sender)</a><br>\(text)</blockquote></mx-reply>\(reply)"),
+            "m.relates_to": ["m.in_reply_to": ["event_id": .string(event)]],
+        ])
+    }
+
+    func react(_ client: RawMatrixClient, _ room: String, _ event: String, _ key: String) async throws -> String {
+        try await send(client, room, "m.reaction", ["m.relates_to": ["rel_type": "m.annotation", "event_id": .string(event), "key": .string(key)]])
+    }
+
+    func redact(_ client: RawMatrixClient, _ room: String, _ event: String) async throws {
+        _ = try await client.call("PUT", "_matrix/client/v3/rooms/\(room)/redact/\(event)/\(UUID().uuidString)", .object([:]))
+    }
+
+    static func counts(_ m: BaseMessage?) -> [String: Int] {
+        Dictionary((m?.getReactions() ?? []).map { ($0.reaction, $0.count) }, uniquingKeysWith: +)
+    }
+
+    // MARK: - Tests
+
+    func testAFreshProcessOfflineReadsADirectChatAndAGroupTwiceAndKeepsEveryCachedMessage() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        let (bob, room) = try await group(for: session)
+        let d = try await device(session)
+        let bobId = bob.session.userId
+        let direct = [session.userId, bobId].sorted().joined(separator: "_user_")
+
+        // A direct chat alice starts through the engine (the room is created and named in m.direct).
+        _ = try await d.sendText(TextMessage(receiverUid: bobId, text: "hello bob", receiverType: .user))
+        let sync = try await bob.call("GET", "_matrix/client/v3/sync", query: [("timeout", "0")])
+        let dm = try XCTUnwrap(sync["rooms"]?["invite"]?.objectValue?.keys.first)
+        try await bob.join(dm)
+        for i in 1...119 { try await bob.sendText("direct \(i)", room: dm) }
+        for i in 1...5 { try await bob.sendText("group \(i)", room: room) }
+        try await d.wait("every message in the cache", seconds: 120) {
+            try d.rows(direct) == 120 && d.rows("group_\(room)") == 5
+        }
+        await d.vault.logout()
+
+        // A new process without a network: the homeserver unreachable from the start.
+        let dead = try XCTUnwrap(URL(string: "http://127.0.0.1:9"))
+        try await d.restart(homeserver: dead)
+        XCTAssertTrue(d.vault.isOfflineEnabled())
+        for round in 1...2 {
+            let read = await d.request(.user(bobId)).fetchPrevious()
+            XCTAssertEqual(read.cached?.count, 100, "round \(round): the newest 100 from the cache")
+            XCTAssertEqual((read.cached?.last as? TextMessage)?.text, "direct 119")
+            guard case .failure(let error) = read.server else { return XCTFail("round \(round): offline, the server phase fails") }
+            XCTAssertEqual(error.errorCode, CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE)
+            let groupRead = await d.request(.group(room)).fetchPrevious()
+            XCTAssertEqual(groupRead.cached?.count, 5)
+            guard case .failure(let groupError) = groupRead.server else { return XCTFail("round \(round): the group's server phase fails") }
+            XCTAssertEqual(groupError.errorCode, CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE)
+            XCTAssertEqual(try d.rows(direct), 120, "round \(round): every cached message of the direct chat is still there")
+            XCTAssertEqual(try d.rows("group_\(room)"), 5)
+        }
+
+        // The backend itself answers "unreachable", never an empty page: with the map the cache
+        // kept, and without it (a backend that never read this cache).
+        do {
+            _ = try await d.backend.matrix.messages({ var q = MessageQuery(); q.scope = .user(bobId); return q }())
+            XCTFail("an offline page of a direct chat must throw")
+        } catch {
+            XCTAssertEqual(error, .unreachable)
+        }
+        let bare = MatrixBackend(homeserver: dead, session: session)
+        do {
+            _ = try await bare.messages({ var q = MessageQuery(); q.scope = .user(bobId); return q }())
+            XCTFail("a backend that does not know the direct room must throw, not answer nothing")
+        } catch {
+            XCTAssertEqual(error, .unreachable)
+        }
+        do {
+            _ = try await bare.threads({ var q = ThreadQuery(); q.scope = .user(bobId); return q }())
+            XCTFail("threads of a direct chat not known yet must throw")
+        } catch {
+            XCTAssertEqual(error, .unreachable)
+        }
+    }
+
+    func testElementEditsRepliesAndReactionsShowAfterTheCatchUpAnOnlineReadRealtimeAndARestart() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        let (bob, room) = try await group(for: session)
+        let carolSession = try await TestHomeserver.session("carol").session
+        let carol = RawMatrixClient(session: carolSession)
+        _ = try await bob.call("POST", "_matrix/client/v3/rooms/\(room)/invite", ["user_id": .string(carolSession.userId)])
+        try await carol.join(room)
+        let d = try await device(session)
+        let bobId = bob.session.userId
+        await d.vault.logout()
+
+        // While alice is away: a message, Element's edit of it, a reply, reactions (one taken back).
+        let original = try await bob.sendText("original text", room: room)
+        try await Task.sleep(for: .milliseconds(50))
+        try await bob.sendText("a later message", room: room)
+        try await edit(bob, room, original, to: "edited text")
+        _ = try await reply(bob, room, to: original, quoting: "edited text", sender: bobId, with: "the reply")
+        _ = try await react(bob, room, original, "👍")
+        _ = try await react(carol, room, original, "👍")
+        let party = try await react(carol, room, original, "🎉")
+        try await redact(carol, room, party)
+
+        func check(_ messages: [BaseMessage], _ phase: String, text: String = "edited text", counts: [String: Int] = ["👍": 2],
+                   file: StaticString = #filePath, line: UInt = #line) throws {
+            let texts = messages.compactMap { ($0 as? TextMessage)?.text }
+            XCTAssertEqual(texts, [text, "a later message", "the reply"], "\(phase): order and texts", file: file, line: line)
+            guard messages.count == 3 else { return }
+            let edited = messages[0]
+            XCTAssertGreaterThan(edited.editedAt, 0, "\(phase): editedAt", file: file, line: line)
+            XCTAssertEqual(edited.editedBy, bobId, "\(phase): editedBy", file: file, line: line)
+            XCTAssertEqual(Self.counts(edited), counts, "\(phase): reaction counts", file: file, line: line)
+            XCTAssertLessThan(edited.id, messages[1].id, "\(phase): ids follow each event's own time", file: file, line: line)
+            XCTAssertEqual(messages[2].quotedMessageId, edited.id, "\(phase): the reply links the quoted message", file: file, line: line)
+        }
+
+        // 1. The catch-up.
+        try await d.restart(homeserver: try TestHomeserver.url())
+        try await d.wait("the catch-up") { d.vault.getLastSyncTimestamp() > 0 }
+        _ = try await d.vault.syncNow()
+        await d.vault.waitForSyncIdle()
+        try check(await d.cached(.group(room)), "after the catch-up")
+
+        // 2. An online read: the server phase writes its page over the cached rows.
+        let online = await d.request(.group(room)).fetchPrevious()
+        try check(try online.server.get(), "the server phase as delivered")
+        try check(await d.cached(.group(room)), "the cache after the server phase")
+
+        // 3. Realtime: a second edit, a reaction, and bob's reaction taken back.
+        try await Task.sleep(for: .milliseconds(500)) // the long-poll is waiting on the server
+        try await edit(bob, room, original, to: "edited twice")
+        _ = try await react(bob, room, original, "❤️")
+        let bobsThumb = try await bob.call("GET", "_matrix/client/v1/rooms/\(room)/relations/\(original)/m.annotation/m.reaction")
+        let thumb = try XCTUnwrap((bobsThumb["chunk"]?.arrayValue ?? []).first {
+            $0["sender"]?.stringValue == bobId && $0["content"]?["m.relates_to"]?["key"]?.stringValue == "👍"
+        }?["event_id"]?.stringValue)
+        try await redact(bob, room, thumb)
+        let realtimeCounts = ["👍": 1, "❤️": 1]
+        try await d.wait("realtime changes in the cache") {
+            let page = await d.cached(.group(room))
+            return (page.first as? TextMessage)?.text == "edited twice" && Self.counts(page.first) == realtimeCounts
+        }
+        try check(await d.cached(.group(room)), "after realtime", text: "edited twice", counts: realtimeCounts)
+
+        // 4. A restart, then an online read again.
+        try await d.restart(homeserver: try TestHomeserver.url())
+        try check(await d.cached(.group(room)), "after a restart", text: "edited twice", counts: realtimeCounts)
+        let again = await d.request(.group(room)).fetchPrevious()
+        try check(try again.server.get(), "an online read after the restart", text: "edited twice", counts: realtimeCounts)
+        try check(await d.cached(.group(room)), "the cache after that read", text: "edited twice", counts: realtimeCounts)
+
+        // Alice replies through the engine: Element sees a reply (relation and fallback), alice's
+        // cache links it.
+        let page = await d.cached(.group(room))
+        let quoted = try XCTUnwrap(page.first)
+        let answer = TextMessage(receiverUid: room, text: "alice answers", receiverType: .group)
+        answer.quotedMessageId = quoted.id
+        let sent = try await d.sendText(answer)
+        XCTAssertEqual(sent.quotedMessageId, quoted.id)
+        XCTAssertEqual(sent.text, "alice answers")
+        let history = try await bob.call("GET", "_matrix/client/v3/rooms/\(room)/messages", query: [("dir", "b"), ("limit", "5")])
+        let raw = try XCTUnwrap((history["chunk"]?.arrayValue ?? []).first { $0["sender"]?.stringValue == session.userId && $0["type"]?.stringValue == "m.room.message" })
+        XCTAssertEqual(raw["content"]?["m.relates_to"]?["m.in_reply_to"]?["event_id"]?.stringValue, original)
+        let body = try XCTUnwrap(raw["content"]?["body"]?.stringValue)
+        XCTAssertTrue(body.hasPrefix("> <\(bobId)> edited twice"), body)
+        XCTAssertTrue(body.hasSuffix("\n\nalice answers"), body)
+        XCTAssertTrue(raw["content"]?["formatted_body"]?.stringValue?.hasPrefix("<mx-reply>") == true)
+        try await d.wait("alice's reply in the cache") {
+            let page = await d.cached(.group(room))
+            return page.contains { ($0 as? TextMessage)?.text == "alice answers" && $0.quotedMessageId == quoted.id }
+        }
+    }
+
+    func testAMessageWhoseEditIsSeenFirstKeepsItsPlace() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        let (bob, room) = try await group(for: session)
+        let first = try await bob.sendText("first", room: room)
+        try await Task.sleep(for: .milliseconds(50))
+        for i in 1...25 { try await bob.sendText("filler \(i)", room: room) }
+        try await edit(bob, room, first, to: "first, edited")
+
+        // The conversation list sees the edit among the room's latest events, not the message.
+        let backend = MatrixBackend(homeserver: try TestHomeserver.url(), session: session)
+        let list = try await backend.conversations(ConversationQuery())
+        XCTAssertEqual(list.items.count, 1)
+        var q = MessageQuery()
+        q.scope = .group(room)
+        q.limit = 50
+        let page = try await backend.messages(q)
+        let texts = page.items.compactMap { $0["data"]?["text"]?.stringValue }
+        XCTAssertEqual(texts.first, "first, edited")
+        XCTAssertEqual(texts.count, 26)
+        let ids = page.items.compactMap { $0["id"]?.intValue }
+        XCTAssertEqual(ids, ids.sorted(), "ids follow each message's own time, not the time of the edit that named it first")
+    }
+
+    func testADirectInvitationAcceptedDuringTheCatchUpBringsTheRoomsWholeBacklog() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        let (bobSession, _) = try await TestHomeserver.session("bob")
+        let bob = RawMatrixClient(session: bobSession)
+        let d = try await device(session)
+        await d.vault.logout()
+
+        // While alice is away bob opens a direct chat with her and writes three messages.
+        let dm = try await bob.createRoom(name: "", invite: [session.userId], direct: true)
+        for i in 1...3 { try await bob.sendText("backlog \(i)", room: dm) }
+
+        try await d.restart(homeserver: try TestHomeserver.url())
+        try await d.wait("the catch-up") { d.vault.getLastSyncTimestamp() > 0 }
+        let direct = [session.userId, bobSession.userId].sorted().joined(separator: "_user_")
+        try await d.wait("the backlog in the cache", seconds: 60) {
+            if try d.rows(direct) < 3 { _ = try? await d.vault.syncNow() }
+            return try d.rows(direct) == 3
+        }
+        let cached = await d.cached(.user(bobSession.userId))
+        XCTAssertEqual(cached.compactMap { ($0 as? TextMessage)?.text }, ["backlog 1", "backlog 2", "backlog 3"])
+    }
+}
