@@ -151,6 +151,11 @@ extension MatrixBackend {
     // MARK: - Conversations
 
     public func conversations(_ query: ConversationQuery) async throws(BackendError) -> WirePage {
+        WirePage(items: Array(try await allConversations().prefix(max(query.limit, 1))), nextCursor: nil)
+    }
+
+    /// Every joined room with a message among its latest events, newest first.
+    func allConversations() async throws(BackendError) -> [JSONValue] {
         let answer = try await call("GET", "/_matrix/client/v3/sync", query: [("timeout", "0"), ("filter", Self.syncFilter(timelineLimit: 20))])
         if let events = answer.json["account_data"]?["events"]?.arrayValue { applyAccountData(events) }
         var items: [(Int64, JSONValue)] = []
@@ -160,38 +165,54 @@ extension MatrixBackend {
             for change in try await interpret(events, room: room) {
                 if case .message(let m, _) = change.change { last = m }
             }
-            guard let last, let conversationId = last["conversationId"] else { continue }
-            let updatedAt = last["sentAt"]?.intValue ?? 0
-            let peer = state.withLock { $0.rooms.peerOf[room] }
-            var o: [String: JSONValue] = [
-                "conversationId": conversationId,
-                "conversationType": .string(peer == nil ? "group" : "user"),
-                "lastMessage": last,
-                "unreadMessageCount": .int(min(max(value["unread_notifications"]?["notification_count"]?.intValue ?? 0, 0), 1 << 31)),
-                "updatedAt": .int(updatedAt),
-            ]
-            if let peer {
-                var user: [String: JSONValue] = ["uid": .string(peer)]
-                if let name = state.withLock({ $0.rooms.names[peer] }) { user["name"] = .string(name) }
-                o["conversationWith"] = .object(user)
-            } else {
-                o["conversationWith"] = ["guid": .string(room), "type": "private", "hasJoined": true]
-            }
+            guard let last else { continue }
+            let unread = value["unread_notifications"]?["notification_count"]?.intValue ?? 0
+            guard let conversation = conversation(room: room, last: last, unread: unread) else { continue }
             // Ordered by the last message's id: it follows the server time to 16 ms (seconds tie).
-            items.append((last["id"]?.intValue ?? updatedAt, .object(o)))
+            items.append((last["id"]?.intValue ?? 0, conversation))
         }
-        let sorted = items.sorted { $0.0 > $1.0 }.map(\.1)
-        return WirePage(items: Array(sorted.prefix(max(query.limit, 1))), nextCursor: nil)
+        return items.sorted { $0.0 > $1.0 }.map(\.1)
     }
 
+    /// A room as the engine's conversation, with its last message.
+    func conversation(room: String, last: JSONValue, unread: Int64?) -> JSONValue? {
+        guard let conversationId = last["conversationId"] else { return nil }
+        let peer = state.withLock { $0.rooms.peerOf[room] }
+        var o: [String: JSONValue] = [
+            "conversationId": conversationId,
+            "conversationType": .string(peer == nil ? "group" : "user"),
+            "lastMessage": last,
+            "updatedAt": .int(last["sentAt"]?.intValue ?? 0),
+        ]
+        if let unread { o["unreadMessageCount"] = .int(min(max(unread, 0), 1 << 31)) }
+        if let peer {
+            var user: [String: JSONValue] = ["uid": .string(peer)]
+            if let name = state.withLock({ $0.rooms.names[peer] }) { user["name"] = .string(name) }
+            o["conversationWith"] = .object(user)
+        } else {
+            o["conversationWith"] = ["guid": .string(room), "type": "private", "hasJoined": true]
+        }
+        return .object(o)
+    }
+
+    /// One conversation: from the list (every room, not one page of it); a room whose latest
+    /// events hold no message answers from its newest message. 404 only when the server has no
+    /// room for it, or no message in it.
     public func conversation(with id: String, type: ConversationType) async throws(BackendError) -> JSONValue {
-        let page = try await conversations(ConversationQuery())
         let me = self.me
         let wanted = type == .group ? "group_\(id)" : [me, id].sorted().joined(separator: "_user_")
-        guard let found = page.items.first(where: { $0["conversationId"]?.stringValue == wanted }) else {
+        if let found = try await allConversations().first(where: { $0["conversationId"]?.stringValue == wanted }) { return found }
+        let scope: MessageScope = type == .group ? .group(id) : .user(id)
+        guard let room = try await room(for: scope, create: false) else {
+            throw .server(status: 404, code: "ERR_CONVERSATION_NOT_FOUND", message: "no such conversation")
+        }
+        var query = MessageQuery()
+        query.scope = scope
+        query.limit = 1
+        guard let last = try await messages(query).items.last,
+              let found = conversation(room: room, last: last, unread: nil) else {
             throw .server(status: 404, code: "ERR_CONVERSATION_NOT_FOUND", message: "no such conversation")
         }
         return found
     }
-
 }

@@ -121,14 +121,25 @@ extension MatrixBackend {
         try await members(query, membership: "ban")
     }
 
+    /// A room's state event (`room` already a path segment), nil when the room has none (404).
+    func stateEvent(_ room: String, _ type: String, query: [(String, String)] = []) async throws(BackendError) -> MatrixHTTP.Answer? {
+        do {
+            return try await call("GET", "/_matrix/client/v3/rooms/\(room)/state/\(type)", query: query)
+        } catch .server(404, _, _) {
+            return nil
+        }
+    }
+
     func members(_ query: GroupMemberQuery, membership: String) async throws(BackendError) -> WirePage {
         guard MatrixIds.isRoomId(query.guid) else { throw .server(status: 404, code: "ERR_GUID_NOT_FOUND", message: "not a Matrix room id") }
         let room = MatrixHTTP.segment(query.guid)
         let answer = try await call("GET", "/_matrix/client/v3/rooms/\(room)/members", query: [("membership", membership)])
-        let levels = (try? await call("GET", "/_matrix/client/v3/rooms/\(room)/state/m.room.power_levels"))?.json
+        // A room without the state event has the defaults; any other failure fails the page (a
+        // list rendered without the levels would take every admin back to participant).
+        let levels = try await stateEvent(room, "m.room.power_levels")?.json
         // Room version 12 makes the creators owners beyond power levels (they are not listed).
         var creators: Set<String> = []
-        if let create = try? await call("GET", "/_matrix/client/v3/rooms/\(room)/state/m.room.create", query: [("format", "event")]) {
+        if let create = try await stateEvent(room, "m.room.create", query: [("format", "event")]) {
             if let sender = create.json["sender"]?.stringValue { creators.insert(sender) }
             for case .string(let extra) in create.json["content"]?["additional_creators"]?.arrayValue ?? [] { creators.insert(extra) }
         }

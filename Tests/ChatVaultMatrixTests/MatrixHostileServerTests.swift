@@ -175,6 +175,33 @@ final class MatrixHostileServerTests: XCTestCase {
         }
     }
 
+    func testAMemberListWithoutItsPowerLevelsFailsInsteadOfDemotingEveryone() async throws {
+        let rooms = "/_matrix/client/v3/rooms/%21r%3Ahostile/"
+        var script = Self.baseline
+        script[rooms + "members"] = Self.answer(#"{"chunk":[{"type":"m.room.member","state_key":"@bob:hostile","content":{"membership":"join"},"origin_server_ts":1}]}"#)
+        script[rooms + "state/m.room.create"] = Self.answer(#"{"sender":"@carol:hostile","content":{}}"#)
+        script[rooms + "state/m.room.power_levels"] = Self.answer(#"{"users":{"@bob:hostile":100}}"#)
+        let server = try HostileServer(script)
+        let backend = try await backend(server)
+        let admins = try await backend.groupMembers(GroupMemberQuery(guid: "!r:hostile"))
+        XCTAssertEqual(admins.items.first?["scope"]?.stringValue, "admin")
+
+        // The levels cannot be read now: the page fails (transient), it is not a list of participants.
+        script[rooms + "state/m.room.power_levels"] = Self.answer(#"{"errcode":"M_UNKNOWN","error":"busy"}"#, status: 503)
+        try server.set(script)
+        do {
+            let page = try await backend.groupMembers(GroupMemberQuery(guid: "!r:hostile"))
+            XCTFail("a member list without its power levels must fail, got \(page.items)")
+        } catch {
+            XCTAssertTrue(error.isTransient, "\(error)")
+        }
+        // A room that has no power levels at all: the spec's defaults.
+        script[rooms + "state/m.room.power_levels"] = Self.answer(#"{"errcode":"M_NOT_FOUND","error":"none"}"#, status: 404)
+        try server.set(script)
+        let defaults = try await backend.groupMembers(GroupMemberQuery(guid: "!r:hostile"))
+        XCTAssertEqual(defaults.items.first?["scope"]?.stringValue, "participant")
+    }
+
     func testTheRealtimeLoopEndsOnAHostileAnswerAndTheEngineKeepsItsCache() async throws {
         var script = Self.baseline
         script[Self.sync] = Self.answer(#"{"next_batch":"s1"}"#)

@@ -349,4 +349,23 @@ final class MatrixRelationTests: XCTestCase {
         let cached = await d.cached(.user(bobSession.userId))
         XCTAssertEqual(cached.compactMap { ($0 as? TextMessage)?.text }, ["backlog 1", "backlog 2", "backlog 3"])
     }
+
+    func testALookupFindsAConversationWhoseLatestEventsHoldNoMessage() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        let (bob, room) = try await group(for: session)
+        let only = try await bob.sendText("the only message", room: room)
+        // More than the list's 20 latest events, none of them a message.
+        for i in 0..<24 { _ = try await react(bob, room, only, "r\(i)") }
+        let backend = MatrixBackend(homeserver: try TestHomeserver.url(), session: session)
+        let found = try await backend.conversation(with: room, type: .group)
+        XCTAssertEqual(found["conversationId"]?.stringValue, "group_\(room)")
+        XCTAssertEqual(found["lastMessage"]?["data"]?["text"]?.stringValue, "the only message",
+                       "a 404 here would make the engine forget the cached conversation")
+        do {
+            _ = try await backend.conversation(with: "@nobody:localhost", type: .user)
+            XCTFail("a user with no direct room has no conversation")
+        } catch {
+            guard case .server(404, _, _) = error else { return XCTFail("\(error)") }
+        }
+    }
 }
