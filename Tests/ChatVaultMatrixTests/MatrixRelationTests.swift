@@ -335,19 +335,21 @@ final class MatrixRelationTests: XCTestCase {
         let d = try await device(session)
         await d.vault.logout()
 
-        // While alice is away bob opens a direct chat with her and writes three messages.
+        // While alice is away bob opens a direct chat with her and writes more than one /sync
+        // timeline holds (the room then comes back `limited`).
         let dm = try await bob.createRoom(name: "", invite: [session.userId], direct: true)
-        for i in 1...3 { try await bob.sendText("backlog \(i)", room: dm) }
+        for i in 1...130 { try await bob.sendText("backlog \(i)", room: dm) }
 
         try await d.restart(homeserver: try TestHomeserver.url())
         try await d.wait("the catch-up") { d.vault.getLastSyncTimestamp() > 0 }
         let direct = [session.userId, bobSession.userId].sorted().joined(separator: "_user_")
         try await d.wait("the backlog in the cache", seconds: 60) {
-            if try d.rows(direct) < 3 { _ = try? await d.vault.syncNow() }
-            return try d.rows(direct) == 3
+            if try d.rows(direct) < 130 { _ = try? await d.vault.syncNow() }
+            return try d.rows(direct) == 130
         }
-        let cached = await d.cached(.user(bobSession.userId))
-        XCTAssertEqual(cached.compactMap { ($0 as? TextMessage)?.text }, ["backlog 1", "backlog 2", "backlog 3"])
+        let cached = await d.cached(.user(bobSession.userId), limit: 100)
+        XCTAssertEqual(cached.compactMap { ($0 as? TextMessage)?.text }, (31...130).map { "backlog \($0)" },
+                       "the newest 100 in order; all 130 sent before the join are cached")
     }
 
     func testALookupFindsAConversationWhoseLatestEventsHoldNoMessage() async throws {
