@@ -87,6 +87,110 @@ final class MatrixHostileEventTests: XCTestCase {
         }
     }
 
+    /// A reply as Element sends it, with the relations Synapse bundles (its latest edit, a thread).
+    var reply: JSONValue {
+        ["type": "m.room.message", "event_id": "$reply", "sender": "@bob:localhost", "origin_server_ts": 1_780_000_000_500,
+         "content": ["msgtype": "m.text", "body": "> <@carol:localhost> quoted\n> more\n\nthe reply",
+                     "format": "org.matrix.custom.html", "formatted_body": "<mx-reply><blockquote>quoted</blockquote></mx-reply>the reply",
+                     "m.relates_to": ["m.in_reply_to": ["event_id": "$e1"]]],
+         "unsigned": ["m.relations": [
+             "m.replace": ["type": "m.room.message", "event_id": "$edit", "sender": "@bob:localhost", "origin_server_ts": 1_780_000_001_000,
+                           "content": ["msgtype": "m.text", "body": "* new", "m.new_content": ["msgtype": "m.text", "body": "the new reply"],
+                                       "m.relates_to": ["rel_type": "m.replace", "event_id": "$reply"]]],
+             "m.thread": ["count": 3, "current_user_participated": false],
+         ]]]
+    }
+
+    func testRepliesAndBundledRelationsRenderAndTheirWrongShapesAreIgnored() throws {
+        let backend = try backend()
+        let quotedId = try backend.identities.id(for: MessageRef(MatrixIds.ref(room: room, event: "$e1"), timeMs: 1_780_000_000_000))
+        var ids = (try? backend.identities.ids(for: MatrixBackend.refs(of: [reply], room: room))) ?? [:]
+        ids[MatrixIds.ref(room: room, event: "$e1")] = quotedId
+        let m = try XCTUnwrap(backend.renderMessage(reply, room: room, ids: ids))
+        XCTAssertEqual(m["data"]?["text"]?.stringValue, "the new reply", "the bundled edit applies")
+        XCTAssertEqual(m["editedAt"]?.intValue, 1_780_000_001)
+        XCTAssertEqual(m["quotedMessageId"]?.intValue, Int64(quotedId))
+        XCTAssertEqual(m["replyCount"]?.intValue, 3)
+
+        // Without the edit the fallback quote is stripped; an edit by someone else is ignored.
+        guard case .object(var e) = reply else { return XCTFail() }
+        e["unsigned"] = ["m.relations": ["m.replace": ["sender": "@mallory:localhost", "origin_server_ts": 1_780_000_002_000,
+                                                      "content": ["m.new_content": ["msgtype": "m.text", "body": "forged"],
+                                                                  "m.relates_to": ["rel_type": "m.replace", "event_id": "$reply"]]]]]
+        let plain = try XCTUnwrap(backend.renderMessage(.object(e), room: room, ids: ids))
+        XCTAssertEqual(plain["data"]?["text"]?.stringValue, "the reply")
+        XCTAssertNil(plain["editedAt"])
+
+        XCTAssertEqual(MatrixBackend.strippingReplyFallback("> <@a:b> x\n\nreply"), "reply")
+        XCTAssertEqual(MatrixBackend.strippingReplyFallback("> only a quote"), "")
+        XCTAssertEqual(MatrixBackend.strippingReplyFallback("no quote\n> later"), "no quote\n> later")
+        // A thread's fallback reply quotes nothing.
+        XCTAssertNil(MatrixBackend.quotedEvent(["rel_type": "m.thread", "event_id": "$root", "is_falling_back": true,
+                                                "m.in_reply_to": ["event_id": "$latest"]]))
+        XCTAssertEqual(MatrixBackend.quotedEvent(["rel_type": "m.thread", "event_id": "$root", "m.in_reply_to": ["event_id": "$q"]]), "$q")
+
+        // The fallback sent is escaped HTML and at most five quoted lines.
+        let sent = MatrixBackend.replyContent(["msgtype": "m.text", "body": "<b>hi</b>"],
+                                              quoting: ["event_id": "$q", "sender": "@c:d", "content": ["body": "1\n2\n3\n4\n5\n6\n<script>"]], room: room)
+        XCTAssertEqual(sent["body"]?.stringValue, "> <@c:d> 1\n> 2\n> 3\n> 4\n> 5\n\n<b>hi</b>")
+        XCTAssertFalse(sent["formatted_body"]?.stringValue?.contains("<script>") ?? true)
+        XCTAssertFalse(sent["formatted_body"]?.stringValue?.contains("<b>") ?? true)
+        XCTAssertEqual(sent["m.relates_to"]?["m.in_reply_to"]?["event_id"]?.stringValue, "$q")
+    }
+
+    func testRandomMutationsOfRepliesAndBundledRelationsNeverCrash() throws {
+        let backend = try backend()
+        var generator = SystemRandomNumberGenerator()
+        let values: [JSONValue] = [.null, true, 0, -1, .int(.max), .int(.min), 1e300, "", "$e1", "$reply", "@bob:localhost", "> x", [], [:],
+                                   ["event_id": "$e1"], ["m.new_content": 1], ["count": -5], ["count": .int(.max)]]
+        let paths: [[String]] = [
+            ["content", "body"], ["content", "m.relates_to"], ["content", "m.relates_to", "m.in_reply_to"],
+            ["content", "m.relates_to", "m.in_reply_to", "event_id"], ["content", "m.relates_to", "rel_type"],
+            ["unsigned"], ["unsigned", "m.relations"], ["unsigned", "m.relations", "m.replace"],
+            ["unsigned", "m.relations", "m.replace", "sender"], ["unsigned", "m.relations", "m.replace", "content"],
+            ["unsigned", "m.relations", "m.replace", "content", "m.new_content"], ["unsigned", "m.relations", "m.replace", "origin_server_ts"],
+            ["unsigned", "m.relations", "m.thread"], ["unsigned", "m.relations", "m.thread", "count"], ["unsigned", "redacted_because"],
+        ]
+        func set(_ value: JSONValue, at path: ArraySlice<String>, in json: JSONValue) -> JSONValue {
+            guard let key = path.first else { return value }
+            var o = json.objectValue ?? [:]
+            o[key] = set(value, at: path.dropFirst(), in: o[key] ?? .null)
+            return .object(o)
+        }
+        let ids = (try? backend.identities.ids(for: MatrixBackend.refs(of: [reply, valid], room: room))) ?? [:]
+        for _ in 0..<5000 {
+            var e = reply
+            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                e = set(values.randomElement(using: &generator)!, at: paths.randomElement(using: &generator)![...], in: e)
+            }
+            if let m = backend.renderMessage(e, room: room, ids: ids) {
+                XCTAssertNotNil(m["id"]?.intValue)
+                if let count = m["replyCount"]?.intValue { XCTAssertTrue(count > 0 && count <= 1 << 31) }
+                if let at = m["editedAt"]?.intValue { XCTAssertTrue(at >= 0 && at <= WireLimits.maxWireNumber) }
+            }
+            _ = MatrixBackend.quotedEvent(e["content"]?["m.relates_to"])
+            _ = MatrixBackend.strippingReplyFallback(e["content"]?["body"]?.stringValue ?? "")
+        }
+    }
+
+    func testAHostileStoredMapOrReactionIsIgnored() throws {
+        let backend = try backend()
+        let store = MemoryBackendState()
+        backend.attach(state: store)
+        for text in ["", "{", "[]", #"{"@bob:localhost": "!notalist"}"#, #"{"not-a-user": ["!r:s"]}"#, String(repeating: "[", count: 10_000)] {
+            try store.set(text, for: MatrixBackend.directKey)
+            backend.attach(state: store)
+            backend.ensureDirectMap()
+            XCTAssertEqual(backend.state.withLock { $0.rooms.roomWith }, [:], text.prefix(20).description)
+        }
+        for text in ["", "{", #"{"t": 1}"#, #"{"t": "$e1", "k": "", "s": "@bob:localhost"}"#, #"{"t": "$e1", "k": "x", "s": "bob"}"#] {
+            try store.set(text, for: MatrixBackend.reactionKey(room: room, event: "$r"))
+            XCTAssertNil(backend.knownReaction(room: room, event: "$r"), text)
+        }
+        try store.set(#"{"t": "$e1", "k": "👍", "s": "@bob:localhost", "ts": -5}"#, for: MatrixBackend.reactionKey(room: room, event: "$r"))
+        XCTAssertEqual(backend.knownReaction(room: room, event: "$r"), .init(target: "$e1", key: "👍", sender: "@bob:localhost", ts: 0))
+    }
+
     func testTheAccessTokenNeverShows() throws {
         let backend = try backend()
         XCTAssertFalse(backend.session.description.contains("syt_secret_token_value"))
