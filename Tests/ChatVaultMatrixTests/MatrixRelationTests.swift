@@ -170,7 +170,19 @@ final class MatrixRelationTests: XCTestCase {
         try await d.wait("every message in the cache", seconds: 120) {
             try d.rows(direct) == 120 && d.rows("group_\(room)") == 5
         }
+        // The direct-chat map is kept inside the encrypted cache: readable through the keyed
+        // connection, nowhere in the files' bytes.
+        let directory = try XCTUnwrap(d.vault.openCache).directory
+        let kept = try XCTUnwrap(d.vault.openCache).reader.sync { db in
+            try db.scalarInt("SELECT count(*) FROM kv WHERE key = 'backend.matrix.direct'")
+        }
+        XCTAssertEqual(kept, 1)
         await d.vault.logout()
+        for file in directory.databaseFiles where FileManager.default.fileExists(atPath: file) {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+            XCTAssertNil(bytes.range(of: Data(dm.utf8)), "the direct room's id is not in \(file) in the clear")
+            XCTAssertNil(bytes.range(of: Data(bobId.utf8)), "bob's id is not in \(file) in the clear")
+        }
 
         // A new process without a network: the homeserver unreachable from the start.
         let dead = try XCTUnwrap(URL(string: "http://127.0.0.1:9"))
