@@ -188,7 +188,9 @@ extension MatrixBackend {
             for (eventId, kinds) in (event["content"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) where MatrixIds.isEventId(eventId) {
                 for (user, info) in (kinds["m.read"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) where MatrixIds.isUserId(user) {
                     let ts = Self.time(info["ts"])
-                    guard let id = try? identities.id(for: MessageRef(MatrixIds.ref(room: room, event: eventId), timeMs: ts)) else { continue }
+                    // Only a message the cache already has an id for: an id is never given from
+                    // the time of an event that names the message (here the receipt).
+                    guard let id = identities.existingId(for: MatrixIds.ref(room: room, event: eventId)) else { continue }
                     let place = state.withLock { $0.rooms.place(room: room, sender: user, me: me) }
                     out.append((ts, [
                         "messageId": .int(Int64(id)), "sender": ["uid": .string(user)],

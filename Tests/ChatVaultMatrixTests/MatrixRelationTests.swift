@@ -382,4 +382,30 @@ final class MatrixRelationTests: XCTestCase {
             guard case .server(404, _, _) = error else { return XCTFail("\(error)") }
         }
     }
+
+    func testAReadReceiptHeardInRealtimeSurvivesAnOnlineReadThatRendersNone() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        let (bobSession, _) = try await TestHomeserver.session("bob")
+        let bob = RawMatrixClient(session: bobSession)
+        let d = try await device(session)
+        let mine = try await d.sendText(TextMessage(receiverUid: bobSession.userId, text: "read me", receiverType: .user))
+        let sync = try await bob.call("GET", "_matrix/client/v3/sync", query: [("timeout", "0")])
+        let dm = try XCTUnwrap(sync["rooms"]?["invite"]?.objectValue?.keys.first)
+        try await bob.join(dm)
+        let history = try await bob.call("GET", "_matrix/client/v3/rooms/\(dm)/messages", query: [("dir", "b"), ("limit", "10")])
+        let event = try XCTUnwrap((history["chunk"]?.arrayValue ?? []).first { $0["content"]?["body"]?.stringValue == "read me" }?["event_id"]?.stringValue)
+        try await Task.sleep(for: .milliseconds(500)) // the long-poll is waiting on the server
+        _ = try await bob.call("POST", "_matrix/client/v3/rooms/\(dm)/receipt/m.read/\(event)", .object([:]))
+        try await d.wait("the receipt in the cache") {
+            await d.cached(.user(bobSession.userId)).first { $0.id == mine.id }?.messageStatus == .read
+        }
+
+        // Synapse's pages carry no receipts: the server phase delivers and writes the message read still.
+        let online = await d.request(.user(bobSession.userId)).fetchPrevious()
+        let delivered = try XCTUnwrap(try online.server.get().first { $0.id == mine.id })
+        XCTAssertEqual(delivered.messageStatus, .read)
+        XCTAssertGreaterThan(delivered.readAt, 0)
+        let after = await d.cached(.user(bobSession.userId)).first { $0.id == mine.id }
+        XCTAssertEqual(after?.messageStatus, .read, "read after the server phase wrote over the row")
+    }
 }
