@@ -18,6 +18,9 @@ let package = Package(
         .library(name: "ChatVaultSimulator", targets: ["ChatVaultSimulator"]),
         .library(name: "ChatVaultMatrix", targets: ["ChatVaultMatrix"]),
         .executable(name: "chatvault", targets: ["chatvault"]),
+        // The C ABI: libChatVaultC.so as built; Scripts/install installs it as libchatvault.so.0
+        // with chatvault/chatvault.h and chatvault.pc.
+        .library(name: "ChatVaultC", type: .dynamic, targets: ["ChatVaultC"]),
     ],
     targets: [
         // C shims: pkg-config names and the Debian packages that provide them.
@@ -45,6 +48,12 @@ let package = Package(
         // Test support shipped for apps' own tests too: a headless gnome-keyring, private buses,
         // a subprocess runner that daemons cannot hang.
         .target(name: "ChatVaultTesting", dependencies: ["VaultKeys", "CCrypto"], swiftSettings: strict),
+        // The C API: the public header (and the C side's memory functions), then its Swift
+        // implementation over the public API, which translates types and ownership only.
+        .target(name: "CChatVault", path: "Sources/CChatVault"),
+        .target(name: "ChatVaultC", dependencies: ["CChatVault", "ChatVault", "ChatVaultSimulator", "ChatVaultMatrix", "VaultKeys", "VaultStore"],
+                swiftSettings: strict,
+                linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libchatvault.so.0", "-Xlinker", "-rpath=$ORIGIN/chatvault"])]),
         // Tool: audit, scenario, demo and benchmark CLI over the public API (the demo and the
         // outbox benchmark run against the in-process simulator).
         .executableTarget(name: "chatvault", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator", "ChatVaultMatrix"], swiftSettings: strict),

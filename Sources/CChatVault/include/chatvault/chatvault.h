@@ -1,0 +1,199 @@
+/* chatvault.h: ChatVault from C, C++, Vala and Python.
+ *
+ * An offline, encrypted-at-rest chat cache for Linux chat clients (SQLCipher, keyed from the
+ * Secret Service). This header is the whole C API of libchatvault; it follows the conventions of the
+ * GNOME C libraries (libsecret, GLib):
+ *
+ * - Opaque handles (cv_vault *, cv_simulator *): made by a _new function, released by their _free
+ *   function. A NULL, already freed or foreign handle is refused with an error (domain
+ *   CV_ERROR_DOMAIN_ARGUMENT), never dereferenced.
+ * - Errors: a fallible call takes `cv_error **error` last. On failure it returns NULL / false and,
+ *   when `error` is not NULL, sets `*error` to a new cv_error the caller frees with cv_error_free()
+ *   (like GError: pass NULL to ignore it; `*error` must be NULL on entry). `code` is the seeds'
+ *   error code (`ERROR_INTERNET_UNAVAILABLE`, `ERROR_OFFLINE_…`) or, for bad arguments,
+ *   `ERR_INVALID_ARGUMENT`; `message` is English text with no message content and no key.
+ * - Strings are UTF-8. A string passed in is copied (the caller keeps ownership); one returned as
+ *   `char *` is the caller's, freed with cv_free(); one returned as `const char *` is static.
+ *   Invalid UTF-8 is refused with an error.
+ * - Models (messages, the encryption status, the settings) cross as JSON text; enums the app
+ *   switches on are C enums.
+ * - Callbacks run only inside cv_vault_dispatch() (or the GLib source of chatvault-glib.h, which
+ *   calls it), on the thread the app calls it from, never on a library thread. cv_vault_get_fd()
+ *   becomes readable when callbacks are due. After a listener is removed, or its vault freed, its
+ *   callback never runs again; its destroy notifier runs once.
+ * - Calls ending in _sync block the calling thread until done (as libsecret's _sync calls do);
+ *   they never need the app's main loop to make progress.
+ *
+ * Thread safety: every function may be called from any thread; callbacks run where dispatched.
+ */
+#ifndef CHATVAULT_CHATVAULT_H
+#define CHATVAULT_CHATVAULT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI version (the SONAME is libchatvault.so.CV_ABI_VERSION). */
+#define CV_ABI_VERSION 0
+
+/* ------------------------------------------------------------------------------------------ */
+/* Memory and errors                                                                            */
+
+/* Frees a string or buffer this library returned (NULL is ignored). */
+void cv_free(void *memory);
+
+/* The library's own errors (code: one of the seeds' ERROR_… codes). */
+#define CV_ERROR_DOMAIN_CHATVAULT "chatvault"
+/* A NULL, freed or foreign handle, invalid UTF-8, malformed JSON, an out-of-range enum
+ * (code "ERR_INVALID_ARGUMENT"). */
+#define CV_ERROR_DOMAIN_ARGUMENT "chatvault-argument"
+
+typedef struct cv_error {
+    char *domain;  /* CV_ERROR_DOMAIN_… */
+    char *code;    /* a stable code string */
+    char *message; /* English, no content, no key */
+} cv_error;
+
+/* Frees an error and its strings (NULL is ignored). */
+void cv_error_free(cv_error *error);
+
+/* The library's version, "MAJOR.MINOR.PATCH" (static: do not free). */
+const char *cv_version(void);
+
+/* Called once when a callback's registration ends, with its user_data. */
+typedef void (*cv_destroy_notify)(void *user_data);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Enums                                                                                        */
+
+typedef enum cv_receiver_type {
+    CV_RECEIVER_USER = 0,
+    CV_RECEIVER_GROUP = 1
+} cv_receiver_type;
+
+/* What opening the cache led to (OfflineState). */
+typedef enum cv_open_state {
+    CV_OPEN_LOGGED_OUT = 0,
+    CV_OPEN_DISABLED = 1,          /* offline support off in the configuration */
+    CV_OPEN_OPENING = 2,
+    CV_OPEN_READY = 3,             /* the cache is open (encrypted if configured) */
+    CV_OPEN_PLAINTEXT_FALLBACK = 4,/* encryption cannot run: an unencrypted cache, reported as such */
+    CV_OPEN_UNAVAILABLE = 5,       /* temporarily (locked keyring, busy database): retried, never reset */
+    CV_OPEN_ONLINE_ONLY = 6        /* encryption cannot run and the app chose online-only: no cache */
+} cv_open_state;
+
+/* Why the cache was reset (OfflineCacheResetReason). */
+typedef enum cv_reset_reason {
+    CV_RESET_KEY_LOST = 0,
+    CV_RESET_WRONG_KEY = 1,
+    CV_RESET_CORRUPTED = 2,
+    CV_RESET_ESCALATED = 3,
+    CV_RESET_ENCRYPTION_CHANGED = 4
+} cv_reset_reason;
+
+/* pendingMessagesLost when the count is not known. */
+#define CV_PENDING_COUNT_UNKNOWN (-1)
+
+/* ------------------------------------------------------------------------------------------ */
+/* The simulator: an in-process chat server, so a C app can test itself                         */
+
+typedef struct cv_simulator cv_simulator;
+
+/* A new simulated server; the same seed gives the same ids. Free with cv_simulator_free(). */
+cv_simulator *cv_simulator_new(uint64_t seed);
+void cv_simulator_free(cv_simulator *simulator);
+/* Adds a user (uid and display name). */
+bool cv_simulator_add_user(cv_simulator *simulator, const char *uid, const char *name, cv_error **error);
+/* Posts a text from one user to a user or group, as the server's truth; its id in *id_out (may be NULL). */
+bool cv_simulator_post_text(cv_simulator *simulator, const char *from_uid, cv_receiver_type receiver_type,
+                            const char *receiver, const char *text, int64_t *id_out, cv_error **error);
+/* Takes a user's device off the network (online = false) or back. */
+bool cv_simulator_set_online(cv_simulator *simulator, const char *uid, bool online, cv_error **error);
+
+/* ------------------------------------------------------------------------------------------ */
+/* The vault                                                                                    */
+
+typedef struct cv_vault cv_vault;
+
+/* A vault over the simulator's device for `uid`. `settings_json` is an object with the
+ * OfflineConfig fields ("enabled", "encryption", "encryptionFailureBehavior": "onlineOnly" |
+ * "plaintextFallback", "cacheDurationDays", "maxStorageSize", "maxMessagesPerConversation",
+ * "maxConversations", "maxPendingMessages", "autoSendPendingOnReconnect",
+ * "pendingQueueOverflowPolicy": "dropOldest" | "rejectNewest", "maxMediaCacheSize", "mediaCaching":
+ * "auto" | "off", "maxSnapshotQueries", "snapshotTtlDays") and the settings
+ * ("applicationId" (required), "applicationName", "rootDirectory", "keyStore": "secretService" |
+ * "software" | "memory", "keyDirectory" (software)). Unknown keys are refused. The simulator must
+ * outlive the vault. Free with cv_vault_free(). */
+cv_vault *cv_vault_new_simulated(const char *settings_json, cv_simulator *simulator, const char *uid, cv_error **error);
+
+/* Logs out (keeping the cache), removes every listener (their destroy notifiers run) and frees
+ * the vault. Callbacks not yet dispatched are dropped. NULL is ignored. */
+void cv_vault_free(cv_vault *vault);
+
+/* Opens (or creates) the user's cache. Returns the state; *detail_out (may be NULL) receives the
+ * reason of an unavailable / fallback state as a code string (cv_free), or NULL. A refused argument
+ * answers CV_OPEN_LOGGED_OUT with *error set. */
+cv_open_state cv_vault_login_sync(cv_vault *vault, const char *uid, char **detail_out, cv_error **error);
+/* Closes the cache and keeps it. */
+bool cv_vault_logout_sync(cv_vault *vault, cv_error **error);
+/* Tries a temporarily unavailable cache again now. */
+cv_open_state cv_vault_retry_open_sync(cv_vault *vault, char **detail_out, cv_error **error);
+/* True only while a cache is open and serving: read it at each decision. */
+bool cv_vault_is_offline_enabled(cv_vault *vault);
+/* The seeds' encryption status as a JSON object ("enabled", "atRest", "keyStorage",
+ * "cipherAvailable", "cipher", "leakage"); cv_free. NULL (with *error) for a bad handle. */
+char *cv_vault_get_encryption_status(cv_vault *vault, cv_error **error);
+/* Bytes on disk of the user's cache (database, WAL, media); -1 (with *error) for a bad handle. */
+int64_t cv_vault_get_cache_size(cv_vault *vault, cv_error **error);
+/* Deletes the cached data and keeps the cache usable (unsent messages fail as discarded). */
+bool cv_vault_clear_offline_cache_sync(cv_vault *vault, cv_error **error);
+
+/* A two-phase read of a conversation's newest `limit` messages (1…100): answers a JSON object {"cached": [message…] | null,
+ * "server": [message…] | null, "serverError": {"code", "message"} | null} (cv_free). A message is
+ * {"id", "localMessageId", "conversationId", "sender", "receiver", "receiverType", "category",
+ * "type", "text"?, "sentAt", "editedAt", "deletedAt", "deliveredAt", "readAt", "status", "source",
+ * "parentMessageId", "replyCount", "quotedMessageId", "reactions": [{"reaction", "count",
+ * "reactedByMe"}]}. Offline the server phase is ERROR_INTERNET_UNAVAILABLE. */
+char *cv_vault_fetch_messages_sync(cv_vault *vault, cv_receiver_type receiver_type, const char *receiver,
+                                   int limit, cv_error **error);
+
+/* The outcome of a send, delivered through cv_vault_dispatch(): `stage` is "pending" (committed
+ * to the outbox: it survives a crash from here), "sent" (the server has it) or "error";
+ * `message_json` the message (borrowed: valid during the call); `error` set for "error"
+ * (borrowed). */
+typedef void (*cv_send_callback)(const char *stage, const char *message_json, const cv_error *error, void *user_data);
+
+/* Sends a text through the durable outbox: `callback` hears "pending" then "sent", or "error"
+ * (possibly after "pending": queued, sent on reconnect). `destroy` runs once after the last stage.
+ * Returns false (with *error, no callback) only for a refused argument. */
+bool cv_vault_send_text(cv_vault *vault, cv_receiver_type receiver_type, const char *receiver, const char *text,
+                        cv_send_callback callback, void *user_data, cv_destroy_notify destroy, cv_error **error);
+/* The unsent messages as a JSON array (cv_free). */
+char *cv_vault_get_pending_messages_sync(cv_vault *vault, cv_error **error);
+
+/* Told after a new cache replaced one that could not be used, before it serves reads; repeated at
+ * later opens until delivered. pending_messages_lost is exact, or CV_PENDING_COUNT_UNKNOWN. */
+typedef void (*cv_reset_callback)(cv_reset_reason reason, int pending_messages_lost, void *user_data);
+
+/* Registers a reset listener (held until removed or the vault is freed, unlike the Swift API's
+ * weak references). Returns its id (> 0), or 0 with *error. */
+unsigned cv_vault_add_reset_listener(cv_vault *vault, cv_reset_callback callback, void *user_data,
+                                     cv_destroy_notify destroy, cv_error **error);
+/* Removes a listener: its callback never runs again, its destroy notifier runs now. */
+bool cv_vault_remove_listener(cv_vault *vault, unsigned listener_id, cv_error **error);
+
+/* A file descriptor that is readable while callbacks are due (poll it for input); owned by the
+ * vault, valid until cv_vault_free(). -1 for a bad handle. */
+int cv_vault_get_fd(cv_vault *vault);
+/* Runs the callbacks that are due, on the calling thread; answers how many ran. */
+unsigned cv_vault_dispatch(cv_vault *vault);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CHATVAULT_CHATVAULT_H */

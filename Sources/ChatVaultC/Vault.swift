@@ -1,0 +1,426 @@
+public import CChatVault
+import ChatVault
+import ChatVaultSimulator
+import Foundation
+import Synchronization
+import VaultKeys
+import VaultStore
+
+/// A vault as the C side holds it: the engine, the dispatcher its callbacks go through, and the
+/// listeners C registered (held strongly here: the engine holds listeners weakly).
+final class VaultBox: Sendable {
+    let vault: OfflineVault
+    let dispatcher: Dispatcher
+    private let listeners = Mutex<(next: UInt32, table: [UInt32: ResetListener])>((1, [:]))
+    /// Sends still waiting for their last stage (their destroy notifiers run at the latest on free).
+    private let sends = Mutex<(next: UInt64, table: [UInt64: SendCallback])>((1, [:]))
+
+    init(vault: OfflineVault, dispatcher: Dispatcher) {
+        self.vault = vault
+        self.dispatcher = dispatcher
+    }
+
+    func add(_ listener: ResetListener) -> UInt32 {
+        let id = listeners.withLock { s -> UInt32 in
+            let id = s.next
+            s.next &+= 1
+            if s.next == 0 { s.next = 1 }
+            s.table[id] = listener
+            return id
+        }
+        vault.addOfflineCacheResetListener("c-\(id)", listener)
+        return id
+    }
+
+    func remove(_ id: UInt32) -> Bool {
+        guard let listener = listeners.withLock({ $0.table.removeValue(forKey: id) }) else { return false }
+        vault.removeOfflineCacheResetListener("c-\(id)")
+        listener.end()
+        return true
+    }
+
+    func track(_ send: SendCallback) -> UInt64 {
+        sends.withLock { s in
+            let id = s.next
+            s.next += 1
+            s.table[id] = send
+            return id
+        }
+    }
+
+    func finish(_ id: UInt64) {
+        sends.withLock { $0.table.removeValue(forKey: id) }?.end()
+    }
+
+    /// Every listener and send removed, each destroy notifier run once.
+    func endAll() {
+        let all = listeners.withLock { s -> [(UInt32, ResetListener)] in defer { s.table = [:] }; return Array(s.table) }
+        for (id, listener) in all {
+            vault.removeOfflineCacheResetListener("c-\(id)")
+            listener.end()
+        }
+        let pending = sends.withLock { s -> [SendCallback] in defer { s.table = [:] }; return Array(s.table.values) }
+        for send in pending { send.end() }
+    }
+}
+
+/// A `void *user_data` as the C side gave it (never dereferenced here).
+struct UserData: @unchecked Sendable {
+    let pointer: UnsafeMutableRawPointer?
+}
+
+/// A C reset callback: runs only while registered (checked on the dispatching thread), its
+/// destroy notifier once.
+final class ResetListener: OfflineCacheResetListener, @unchecked Sendable {
+    private let callback: cv_reset_callback
+    private let destroy: cv_destroy_notify?
+    private let userData: UserData
+    private let live = Mutex(true)
+
+    init(callback: cv_reset_callback, destroy: cv_destroy_notify?, userData: UnsafeMutableRawPointer?) {
+        self.callback = callback
+        self.destroy = destroy
+        self.userData = UserData(pointer: userData)
+    }
+
+    func onOfflineCacheReset(_ reason: OfflineCacheResetReason, _ pendingMessagesLost: Int) {
+        guard live.withLock({ $0 }) else { return }
+        callback(CEnums.reason(reason), Int32(clamping: pendingMessagesLost), userData.pointer)
+    }
+
+    func end() {
+        guard live.withLock({ s -> Bool in defer { s = false }; return s }) else { return }
+        destroy?(userData.pointer)
+    }
+}
+
+/// A C send callback (stages "pending", "sent", "error").
+final class SendCallback: @unchecked Sendable {
+    private let callback: cv_send_callback
+    private let destroy: cv_destroy_notify?
+    private let userData: UserData
+    private let live = Mutex(true)
+
+    init(callback: cv_send_callback, destroy: cv_destroy_notify?, userData: UnsafeMutableRawPointer?) {
+        self.callback = callback
+        self.destroy = destroy
+        self.userData = UserData(pointer: userData)
+    }
+
+    func stage(_ name: String, _ message: BaseMessage, _ error: CometChatException?) {
+        guard live.withLock({ $0 }) else { return }
+        let json = CModels.text(CModels.message(message))
+        name.withCString { stage in
+            json.withCString { text in
+                if let error {
+                    CError.library.withCString { domain in
+                        error.errorCode.withCString { code in
+                            error.errorDescription.withCString { message in
+                                var e = cv_error(domain: UnsafeMutablePointer(mutating: domain), code: UnsafeMutablePointer(mutating: code),
+                                                 message: UnsafeMutablePointer(mutating: message))
+                                callback(stage, text, &e, userData.pointer)
+                            }
+                        }
+                    }
+                } else {
+                    callback(stage, text, nil, userData.pointer)
+                }
+            }
+        }
+    }
+
+    func end() {
+        guard live.withLock({ s -> Bool in defer { s = false }; return s }) else { return }
+        destroy?(userData.pointer)
+    }
+}
+
+let vaults = HandleTable<VaultBox>(tag: 0x5a)
+
+/// The settings JSON of `cv_vault_new_simulated`, every key checked.
+enum CSettings {
+    static let configKeys: Set<String> = [
+        "enabled", "encryption", "encryptionFailureBehavior", "cacheDurationDays", "maxStorageSize", "maxMessagesPerConversation",
+        "maxConversations", "maxPendingMessages", "autoSendPendingOnReconnect", "pendingQueueOverflowPolicy", "maxMediaCacheSize",
+        "mediaCaching", "maxSnapshotQueries", "snapshotTtlDays",
+    ]
+    static let settingKeys: Set<String> = ["applicationId", "applicationName", "rootDirectory", "keyStore", "keyDirectory"]
+
+    struct Refused: Error { let message: String }
+
+    static func parse(_ text: String, executor: CallbackExecutor) throws(Refused) -> (OfflineConfig, VaultSettings) {
+        guard let json = try? JSONValue(jsonData: Data(text.utf8)), let object = json.objectValue else {
+            throw Refused(message: "the settings are not a JSON object")
+        }
+        for key in object.keys where !configKeys.contains(key) && !settingKeys.contains(key) {
+            throw Refused(message: "unknown settings key \(key.prefix(64))")
+        }
+        let b = OfflineConfig.Builder()
+        func bool(_ key: String) throws(Refused) -> Bool? {
+            guard let v = object[key] else { return nil }
+            guard let b = v.boolValue else { throw Refused(message: "\(key) must be true or false") }
+            return b
+        }
+        func int(_ key: String) throws(Refused) -> Int64? {
+            guard let v = object[key] else { return nil }
+            guard let n = v.intValue else { throw Refused(message: "\(key) must be a whole number") }
+            return n
+        }
+        func string(_ key: String) throws(Refused) -> String? {
+            guard let v = object[key] else { return nil }
+            guard let s = v.stringValue else { throw Refused(message: "\(key) must be a string") }
+            return s
+        }
+        func small(_ n: Int64) -> Int { Int(clamping: n) }
+        if let v = try bool("enabled") { b.setEnabled(v) }
+        if let v = try bool("encryption") { b.setEncryption(v) }
+        if let v = try string("encryptionFailureBehavior") {
+            guard let behavior = EncryptionFailureBehavior(rawValue: v) else { throw Refused(message: "encryptionFailureBehavior is onlineOnly or plaintextFallback") }
+            b.setEncryptionFailureBehavior(behavior)
+        }
+        if let v = try int("cacheDurationDays") { b.setCacheDurationDays(small(v)) }
+        if let v = try int("maxStorageSize") { b.setMaxStorageSize(v) }
+        if let v = try int("maxMessagesPerConversation") { b.setMaxMessagesPerConversation(small(v)) }
+        if let v = try int("maxConversations") { b.setMaxConversations(small(v)) }
+        if let v = try int("maxPendingMessages") { b.setMaxPendingMessages(small(v)) }
+        if let v = try bool("autoSendPendingOnReconnect") { b.setAutoSendPendingOnReconnect(v) }
+        if let v = try string("pendingQueueOverflowPolicy") {
+            guard let policy = PendingMessageOverflowPolicy(rawValue: v) else { throw Refused(message: "pendingQueueOverflowPolicy is dropOldest or rejectNewest") }
+            b.setPendingQueueOverflowPolicy(policy)
+        }
+        if let v = try int("maxMediaCacheSize") { b.setMaxMediaCacheSize(v) }
+        if let v = try string("mediaCaching") {
+            guard let mode = MediaCachingMode(rawValue: v) else { throw Refused(message: "mediaCaching is auto or off") }
+            b.setMediaCaching(mode)
+        }
+        if let v = try int("maxSnapshotQueries") { b.setMaxSnapshotQueries(small(v)) }
+        if let v = try int("snapshotTtlDays") { b.setSnapshotTtlDays(small(v)) }
+
+        guard let app = try string("applicationId"), !app.isEmpty else { throw Refused(message: "applicationId is required") }
+        let keyStorage: [KeyStorageOption]
+        switch try string("keyStore") ?? "secretService" {
+        case "secretService": keyStorage = [.secretService()]
+        case "software": keyStorage = [.software(directory: try string("keyDirectory"))]
+        case "memory": keyStorage = [.custom(MemoryKeyStore())]
+        default: throw Refused(message: "keyStore is secretService, software or memory")
+        }
+        let settings = VaultSettings(applicationId: app, applicationName: try string("applicationName"),
+                                     rootDirectory: try string("rootDirectory"), keyStorage: keyStorage, callbackExecutor: executor)
+        return (b.build(), settings)
+    }
+}
+
+@c(cv_version)
+public func cvVersion() -> UnsafePointer<CChar>? {
+    CVersion.text
+}
+
+enum CVersion {
+    /// Made once, never freed (the header says: static).
+    nonisolated(unsafe) static let text: UnsafePointer<CChar>? = UnsafePointer(strdup(chatVaultVersion))
+}
+
+@c(cv_vault_new_simulated)
+public func cvVaultNewSimulated(_ settingsJSON: UnsafePointer<CChar>?, _ simulator: OpaquePointer?, _ uid: UnsafePointer<CChar>?,
+                                _ out: ErrorOut) -> OpaquePointer? {
+    guard let json = text(settingsJSON) else { CError.invalid(out, "the settings must be a UTF-8 JSON string"); return nil }
+    guard let box = simulators.get(simulator) else { CError.invalid(out, "not a simulator handle"); return nil }
+    guard let uid = text(uid), !uid.isEmpty else { CError.invalid(out, "uid must be a UTF-8 string"); return nil }
+    let dispatcher = Dispatcher()
+    guard dispatcher.fd >= 0 else {
+        CError.set(out, domain: CError.library, code: "ERR_RESOURCES", message: "no event descriptor could be made")
+        return nil
+    }
+    let config: OfflineConfig
+    let settings: VaultSettings
+    do {
+        (config, settings) = try CSettings.parse(json, executor: .custom { work in dispatcher.post(work) })
+    } catch {
+        dispatcher.close()
+        CError.invalid(out, error.message)
+        return nil
+    }
+    do {
+        let vault = try OfflineVault(config: config, settings: settings, backend: box.client(for: uid))
+        return vaults.insert(VaultBox(vault: vault, dispatcher: dispatcher))
+    } catch {
+        dispatcher.close()
+        CError.set(out, domain: CError.library, code: "ERR_VAULT_SETUP", message: "\(error)")
+        return nil
+    }
+}
+
+@c(cv_vault_free)
+public func cvVaultFree(_ vault: OpaquePointer?) {
+    guard let box = vaults.remove(vault) else { return }
+    box.endAll()
+    let vault = box.vault
+    // The engine's own work still runs (its logout completes through the executor); the app's
+    // callbacks are all ended, so none of them runs.
+    waitDispatching(box.dispatcher) { await vault.logout() }
+    box.dispatcher.close()
+}
+
+/// The state of an attempt, with its detail for C.
+func report(_ attempt: OpenAttempt, _ detailOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> cv_open_state {
+    let (state, detail) = CEnums.state(attempt.state)
+    detailOut?.pointee = detail.flatMap(owned)
+    return state
+}
+
+@c(cv_vault_login_sync)
+public func cvVaultLoginSync(_ vault: OpaquePointer?, _ uid: UnsafePointer<CChar>?,
+                             _ detailOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ out: ErrorOut) -> cv_open_state {
+    detailOut?.pointee = nil
+    guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return CV_OPEN_LOGGED_OUT }
+    guard let uid = text(uid), !uid.isEmpty else { CError.invalid(out, "uid must be a UTF-8 string"); return CV_OPEN_LOGGED_OUT }
+    let engine = box.vault
+    return report(waitDispatching(box.dispatcher) { await engine.login(userId: uid) }, detailOut)
+}
+
+@c(cv_vault_retry_open_sync)
+public func cvVaultRetryOpenSync(_ vault: OpaquePointer?, _ detailOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                 _ out: ErrorOut) -> cv_open_state {
+    detailOut?.pointee = nil
+    guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return CV_OPEN_LOGGED_OUT }
+    let engine = box.vault
+    return report(waitDispatching(box.dispatcher) { await engine.retryOpen() }, detailOut)
+}
+
+@c(cv_vault_logout_sync)
+public func cvVaultLogoutSync(_ vault: OpaquePointer?, _ out: ErrorOut) -> Bool {
+    guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return false }
+    let engine = box.vault
+    waitDispatching(box.dispatcher) { await engine.logout() }
+    return true
+}
+
+@c(cv_vault_is_offline_enabled)
+public func cvVaultIsOfflineEnabled(_ vault: OpaquePointer?) -> Bool {
+    vaults.get(vault)?.vault.isOfflineEnabled() ?? false
+}
+
+@c(cv_vault_get_encryption_status)
+public func cvVaultGetEncryptionStatus(_ vault: OpaquePointer?, _ out: ErrorOut) -> UnsafeMutablePointer<CChar>? {
+    guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return nil }
+    let s = box.vault.offlineEncryptionStatus()
+    let json: JSONValue = [
+        "enabled": .bool(s.enabled), "atRest": .string(s.atRest), "keyStorage": .string(s.keyStorage),
+        "cipherAvailable": .bool(s.cipherAvailable), "cipher": s.cipher.map { .string($0) } ?? .null,
+        "leakage": s.leakage.map { .string($0) } ?? .null,
+    ]
+    return owned(CModels.text(json))
+}
+
+@c(cv_vault_get_cache_size)
+public func cvVaultGetCacheSize(_ vault: OpaquePointer?, _ out: ErrorOut) -> Int64 {
+    guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return -1 }
+    return box.vault.getCacheSize()
+}
+
+@c(cv_vault_clear_offline_cache_sync)
+public func cvVaultClearOfflineCacheSync(_ vault: OpaquePointer?, _ out: ErrorOut) -> Bool {
+    guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return false }
+    let engine = box.vault
+    let failure = waitDispatching(box.dispatcher) { () async -> CometChatException? in
+        do throws(CometChatException) { try await engine.clearOfflineCacheAndWait(); return nil } catch { return error }
+    }
+    if let failure { CError.from(out, failure); return false }
+    return true
+}
+
+@c(cv_vault_fetch_messages_sync)
+public func cvVaultFetchMessagesSync(_ vault: OpaquePointer?, _ receiverType: cv_receiver_type, _ receiver: UnsafePointer<CChar>?,
+                                     _ limit: Int32, _ out: ErrorOut) -> UnsafeMutablePointer<CChar>? {
+    guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return nil }
+    guard let receiver = text(receiver), !receiver.isEmpty else { CError.invalid(out, "receiver must be a UTF-8 string"); return nil }
+    guard let type = CEnums.receiverType(receiverType) else { CError.invalid(out, "receiver_type is not a cv_receiver_type"); return nil }
+    guard (1...100).contains(limit) else { CError.invalid(out, "limit is 1 to 100"); return nil }
+    let engine = box.vault
+    let json = waitDispatching(box.dispatcher) { () async -> String in
+        let builder = MessagesRequest.MessageRequestBuilder(vault: engine).set(limit: Int(limit))
+        if type == .group { builder.set(guid: receiver) } else { builder.set(uid: receiver) }
+        let result = await builder.build().fetchPrevious()
+        var o: [String: JSONValue] = ["cached": result.cached.map { .array($0.map(CModels.message)) } ?? .null]
+        switch result.server {
+        case .success(let items):
+            o["server"] = .array(items.map(CModels.message))
+            o["serverError"] = .null
+        case .failure(let error):
+            o["server"] = .null
+            o["serverError"] = ["code": .string(error.errorCode), "message": .string(error.errorDescription)]
+        }
+        return CModels.text(.object(o))
+    }
+    return owned(json)
+}
+
+@c(cv_vault_send_text)
+public func cvVaultSendText(_ vault: OpaquePointer?, _ receiverType: cv_receiver_type, _ receiver: UnsafePointer<CChar>?,
+                            _ body: UnsafePointer<CChar>?, _ callback: cv_send_callback?, _ userData: UnsafeMutableRawPointer?,
+                            _ destroy: cv_destroy_notify?, _ out: ErrorOut) -> Bool {
+    guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return false }
+    guard let receiver = text(receiver), !receiver.isEmpty, let body = text(body) else {
+        CError.invalid(out, "receiver and text must be UTF-8 strings")
+        return false
+    }
+    guard let type = CEnums.receiverType(receiverType) else { CError.invalid(out, "receiver_type is not a cv_receiver_type"); return false }
+    guard let callback else { CError.invalid(out, "a send needs a callback"); return false }
+    let send = SendCallback(callback: callback, destroy: destroy, userData: userData)
+    let id = box.track(send)
+    box.vault.sendTextMessage(message: TextMessage(receiverUid: receiver, text: body, receiverType: type), onMessagePending: { m in
+        send.stage("pending", m, nil)
+    }, onMessageSent: { m in
+        send.stage("sent", m, nil)
+        box.finish(id)
+    }, onError: { error in
+        let message = TextMessage(receiverUid: receiver, text: "", receiverType: type)
+        let failure = error ?? CometChatException(errorCode: "ERR_UNKNOWN", errorDescription: "the send failed")
+        send.stage("error", message, failure)
+        // Queued offline: "sent" follows on reconnect; any other error is the last stage.
+        if failure.errorCode != CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE { box.finish(id) }
+    })
+    return true
+}
+
+@c(cv_vault_get_pending_messages_sync)
+public func cvVaultGetPendingMessagesSync(_ vault: OpaquePointer?, _ out: ErrorOut) -> UnsafeMutablePointer<CChar>? {
+    guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return nil }
+    let engine = box.vault
+    let answer = waitDispatching(box.dispatcher) { () async -> Result<String, CometChatException> in
+        do throws(CometChatException) {
+            return .success(CModels.text(.array(try await engine.pendingMessages().map(CModels.message))))
+        } catch {
+            return .failure(error)
+        }
+    }
+    switch answer {
+    case .success(let json): return owned(json)
+    case .failure(let error): CError.from(out, error); return nil
+    }
+}
+
+@c(cv_vault_add_reset_listener)
+public func cvVaultAddResetListener(_ vault: OpaquePointer?, _ callback: cv_reset_callback?, _ userData: UnsafeMutableRawPointer?,
+                                    _ destroy: cv_destroy_notify?, _ out: ErrorOut) -> UInt32 {
+    guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return 0 }
+    guard let callback else { CError.invalid(out, "a listener needs a callback"); return 0 }
+    return box.add(ResetListener(callback: callback, destroy: destroy, userData: userData))
+}
+
+@c(cv_vault_remove_listener)
+public func cvVaultRemoveListener(_ vault: OpaquePointer?, _ id: UInt32, _ out: ErrorOut) -> Bool {
+    guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return false }
+    guard box.remove(id) else { CError.invalid(out, "no such listener"); return false }
+    return true
+}
+
+@c(cv_vault_get_fd)
+public func cvVaultGetFd(_ vault: OpaquePointer?) -> Int32 {
+    vaults.get(vault)?.dispatcher.fd ?? -1
+}
+
+@c(cv_vault_dispatch)
+public func cvVaultDispatch(_ vault: OpaquePointer?) -> UInt32 {
+    vaults.get(vault)?.dispatcher.dispatch() ?? 0
+}

@@ -1,0 +1,313 @@
+/* The C API from C: every entry point, the bad-input cases, callbacks on the dispatching thread
+ * only, none after their vault or listener is gone, the reset listener after a key is lost.
+ * Built by Scripts/test-capi from an installed prefix with pkg-config, under ASan and UBSan.
+ *
+ *     test-capi WORKDIR        (a fresh private directory)
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <chatvault/chatvault.h>
+
+#include <dirent.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures = 0;
+static pthread_t main_thread;
+
+#define CHECK(cond, ...)                                                                            \
+    do {                                                                                            \
+        if (!(cond)) {                                                                              \
+            failures++;                                                                             \
+            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                       \
+            fprintf(stderr, __VA_ARGS__);                                                           \
+            fputc('\n', stderr);                                                                    \
+        }                                                                                           \
+    } while (0)
+
+static bool contains(const char *haystack, const char *needle) {
+    return haystack != NULL && strstr(haystack, needle) != NULL;
+}
+
+static void expect_argument_error(cv_error *error, const char *what) {
+    CHECK(error != NULL, "%s: an error", what);
+    if (error == NULL)
+        return;
+    CHECK(strcmp(error->domain, CV_ERROR_DOMAIN_ARGUMENT) == 0, "%s: domain %s", what, error->domain);
+    CHECK(strcmp(error->code, "ERR_INVALID_ARGUMENT") == 0, "%s: code %s", what, error->code);
+    CHECK(error->message != NULL && error->message[0] != '\0', "%s: a message", what);
+    cv_error_free(error);
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Dispatches until *flag is set or `seconds` pass, polling the vault's descriptor as a main loop would. */
+static bool dispatch_until(cv_vault *vault, volatile int *flag, double seconds) {
+    double deadline = now_seconds() + seconds;
+    while (!*flag && now_seconds() < deadline) {
+        struct pollfd entry = { .fd = cv_vault_get_fd(vault), .events = POLLIN, .revents = 0 };
+        poll(&entry, 1, 50);
+        cv_vault_dispatch(vault);
+    }
+    return *flag != 0;
+}
+
+/* ---- a send's stages ---- */
+typedef struct {
+    int pending, sent, errors, destroyed, wrong_thread;
+    char last_error[64];
+} send_record;
+
+static void on_send(const char *stage, const char *message_json, const cv_error *error, void *user_data) {
+    send_record *r = user_data;
+    if (!pthread_equal(pthread_self(), main_thread))
+        r->wrong_thread++;
+    CHECK(message_json != NULL && message_json[0] == '{', "a message as JSON");
+    if (strcmp(stage, "pending") == 0) {
+        r->pending++;
+        CHECK(contains(message_json, "\"status\""), "the pending message has its status");
+    } else if (strcmp(stage, "sent") == 0) {
+        r->sent++;
+    } else if (strcmp(stage, "error") == 0) {
+        r->errors++;
+        CHECK(error != NULL && error->code != NULL, "an error stage carries the error");
+        if (error != NULL)
+            snprintf(r->last_error, sizeof r->last_error, "%s", error->code);
+    }
+}
+
+static void on_send_destroy(void *user_data) {
+    ((send_record *)user_data)->destroyed++;
+}
+
+/* ---- the reset listener ---- */
+typedef struct {
+    int calls, destroyed, wrong_thread;
+    cv_reset_reason reason;
+    int lost;
+} reset_record;
+
+static void on_reset(cv_reset_reason reason, int pending_messages_lost, void *user_data) {
+    reset_record *r = user_data;
+    if (!pthread_equal(pthread_self(), main_thread))
+        r->wrong_thread++;
+    r->calls++;
+    r->reason = reason;
+    r->lost = pending_messages_lost;
+}
+
+static void on_reset_destroy(void *user_data) {
+    ((reset_record *)user_data)->destroyed++;
+}
+
+static void remove_files_in(const char *directory) {
+    DIR *dir = opendir(directory);
+    if (dir == NULL)
+        return;
+    struct dirent *entry;
+    char path[4096];
+    while ((entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", directory, entry->d_name);
+        unlink(path);
+    }
+    closedir(dir);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: test-capi WORKDIR\n");
+        return 2;
+    }
+    main_thread = pthread_self();
+    const char *work = argv[1];
+    char root[2048], keys[2048], settings[8192];
+    snprintf(root, sizeof root, "%s/root", work);
+    snprintf(keys, sizeof keys, "%s/keys", work);
+    mkdir(root, 0700);
+    mkdir(keys, 0700);
+    snprintf(settings, sizeof settings,
+             "{\"enabled\": true, \"encryption\": true, \"applicationId\": \"org.chatvault.capitest\", "
+             "\"rootDirectory\": \"%s\", \"keyStore\": \"software\", \"keyDirectory\": \"%s\"}", root, keys);
+
+    const char *version = cv_version();
+    CHECK(version != NULL && strchr(version, '.') != NULL, "a version");
+    cv_free(NULL);
+    cv_error_free(NULL);
+
+    /* The simulator. */
+    cv_error *error = NULL;
+    cv_simulator *sim = cv_simulator_new(7);
+    CHECK(sim != NULL, "a simulator");
+    CHECK(cv_simulator_add_user(sim, "alice", "Alice", &error), "alice added");
+    CHECK(cv_simulator_add_user(sim, "bob", "Bob", &error), "bob added");
+    CHECK(!cv_simulator_add_user(sim, "bob", "Bob", &error) && error != NULL, "a second bob is refused");
+    cv_error_free(error);
+    error = NULL;
+    int64_t first = 0;
+    for (int i = 0; i < 3; i++)
+        CHECK(cv_simulator_post_text(sim, "bob", CV_RECEIVER_USER, "alice", "hello from bob", &first, NULL), "posted");
+    CHECK(first > 0, "an id");
+
+    /* Bad input: every kind gives an argument error, never a crash. */
+    CHECK(cv_vault_new_simulated(NULL, sim, "alice", &error) == NULL, "NULL settings");
+    expect_argument_error(error, "NULL settings");
+    error = NULL;
+    CHECK(cv_vault_new_simulated("{not json", sim, "alice", &error) == NULL, "malformed JSON");
+    expect_argument_error(error, "malformed JSON");
+    error = NULL;
+    CHECK(cv_vault_new_simulated("{\"applicationId\": \"x\", \"bogus\": 1}", sim, "alice", &error) == NULL, "an unknown key");
+    expect_argument_error(error, "an unknown key");
+    error = NULL;
+    CHECK(cv_vault_new_simulated("{\"applicationId\": \"x\", \"enabled\": \"yes\"}", sim, "alice", &error) == NULL, "a wrong type");
+    expect_argument_error(error, "a wrong type");
+    error = NULL;
+    CHECK(cv_vault_new_simulated(settings, (cv_simulator *)(void *)0x1234, "alice", &error) == NULL, "a foreign simulator");
+    expect_argument_error(error, "a foreign simulator");
+    error = NULL;
+    CHECK(cv_vault_new_simulated(settings, sim, "\xff\xfe", &error) == NULL, "invalid UTF-8");
+    expect_argument_error(error, "invalid UTF-8");
+    error = NULL;
+    CHECK(cv_vault_login_sync(NULL, "alice", NULL, &error) == CV_OPEN_LOGGED_OUT, "a NULL vault");
+    expect_argument_error(error, "a NULL vault");
+    error = NULL;
+    CHECK(cv_vault_login_sync((cv_vault *)(void *)sim, "alice", NULL, &error) == CV_OPEN_LOGGED_OUT, "a simulator as a vault");
+    expect_argument_error(error, "a simulator as a vault");
+    error = NULL;
+    CHECK(!cv_vault_is_offline_enabled(NULL), "NULL is not enabled");
+    CHECK(cv_vault_get_fd(NULL) == -1, "no descriptor for NULL");
+    CHECK(cv_vault_dispatch(NULL) == 0, "nothing to dispatch for NULL");
+    CHECK(cv_vault_get_cache_size(NULL, NULL) == -1, "no size for NULL (error ignored)");
+
+    /* A vault: login, the status, a two-phase read. */
+    cv_vault *vault = cv_vault_new_simulated(settings, sim, "alice", &error);
+    CHECK(vault != NULL, "a vault: %s", error ? error->message : "");
+    if (vault == NULL)
+        return 1;
+    CHECK(cv_vault_get_fd(vault) >= 0, "a descriptor");
+    CHECK(cv_vault_fetch_messages_sync(vault, (cv_receiver_type)7, "bob", 30, &error) == NULL, "an out-of-range enum");
+    expect_argument_error(error, "an out-of-range enum");
+    error = NULL;
+    CHECK(cv_vault_fetch_messages_sync(vault, CV_RECEIVER_USER, "bob", 0, &error) == NULL, "a limit of 0");
+    expect_argument_error(error, "a limit of 0");
+    error = NULL;
+
+    char *detail = NULL;
+    cv_open_state state = cv_vault_login_sync(vault, "alice", &detail, &error);
+    CHECK(state == CV_OPEN_READY, "ready: %d %s", state, detail ? detail : "");
+    CHECK(detail == NULL, "no detail when ready");
+    cv_free(detail);
+    CHECK(cv_vault_is_offline_enabled(vault), "offline enabled");
+    char *status = cv_vault_get_encryption_status(vault, &error);
+    CHECK(contains(status, "\"atRest\":\"SQLCIPHER\""), "encrypted at rest: %s", status);
+    CHECK(contains(status, "\"keyStorage\":\"SOFTWARE\""), "the key in the software store: %s", status);
+    cv_free(status);
+    CHECK(cv_vault_get_cache_size(vault, NULL) > 0, "a cache on disk");
+
+    char *page = cv_vault_fetch_messages_sync(vault, CV_RECEIVER_USER, "bob", 30, &error);
+    CHECK(contains(page, "\"cached\":[]"), "nothing cached yet: %s", page);
+    CHECK(contains(page, "hello from bob"), "the server phase: %.200s", page);
+    cv_free(page);
+    page = cv_vault_fetch_messages_sync(vault, CV_RECEIVER_USER, "bob", 30, &error);
+    CHECK(contains(page, "\"cached\":[{"), "cached now: %.200s", page);
+    cv_free(page);
+
+    /* A send: pending, then sent, each on this thread, then its destroy notifier. */
+    send_record sent = { 0 };
+    CHECK(cv_vault_send_text(vault, CV_RECEIVER_USER, "bob", "hi bob", on_send, &sent, on_send_destroy, &error), "a send");
+    CHECK(dispatch_until(vault, &sent.destroyed, 20), "the send finished");
+    CHECK(sent.pending == 1 && sent.sent == 1 && sent.errors == 0, "pending %d sent %d errors %d", sent.pending, sent.sent, sent.errors);
+    CHECK(sent.destroyed == 1 && sent.wrong_thread == 0, "destroyed %d, off-thread %d", sent.destroyed, sent.wrong_thread);
+    CHECK(!cv_vault_send_text(vault, CV_RECEIVER_USER, "bob", "x", NULL, NULL, NULL, &error), "a send needs a callback");
+    expect_argument_error(error, "a send needs a callback");
+    error = NULL;
+
+    /* Offline: the cached phase answers, the server phase says so; a send waits in the outbox. */
+    CHECK(cv_simulator_set_online(sim, "alice", false, NULL), "offline");
+    page = cv_vault_fetch_messages_sync(vault, CV_RECEIVER_USER, "bob", 30, &error);
+    CHECK(contains(page, "ERROR_INTERNET_UNAVAILABLE"), "offline: %.300s", page);
+    CHECK(contains(page, "hi bob"), "the sent message is cached");
+    cv_free(page);
+    send_record queued = { 0 };
+    CHECK(cv_vault_send_text(vault, CV_RECEIVER_USER, "bob", "while offline", on_send, &queued, on_send_destroy, &error), "queued");
+    volatile int errored = 0;
+    double deadline = now_seconds() + 10;
+    while (queued.errors == 0 && now_seconds() < deadline) {
+        cv_vault_dispatch(vault);
+        sleep_ms(20);
+    }
+    errored = queued.errors;
+    CHECK(queued.pending == 1 && errored == 1, "pending %d, error %d", queued.pending, queued.errors);
+    CHECK(strcmp(queued.last_error, "ERROR_INTERNET_UNAVAILABLE") == 0, "queued, sent on reconnect: %s", queued.last_error);
+    char *unsent = cv_vault_get_pending_messages_sync(vault, &error);
+    CHECK(contains(unsent, "\"status\":\"pending\"") || contains(unsent, "\"localMessageId\""), "one unsent: %.300s", unsent);
+    cv_free(unsent);
+    CHECK(cv_simulator_set_online(sim, "alice", true, NULL), "online again");
+    CHECK(dispatch_until(vault, &queued.destroyed, 30), "the queued send went out on reconnect");
+    CHECK(queued.sent == 1 && queued.wrong_thread == 0, "sent %d off-thread %d", queued.sent, queued.wrong_thread);
+
+    /* A listener removed: its destroy notifier once, its callback never. */
+    reset_record removed = { 0 };
+    unsigned id = cv_vault_add_reset_listener(vault, on_reset, &removed, on_reset_destroy, &error);
+    CHECK(id > 0, "a listener id");
+    CHECK(cv_vault_remove_listener(vault, id, &error), "removed");
+    CHECK(removed.destroyed == 1, "destroyed once");
+    CHECK(!cv_vault_remove_listener(vault, id, &error), "not twice");
+    expect_argument_error(error, "a listener removed twice");
+    error = NULL;
+
+    /* No callback after free: a send started and its vault freed at once. */
+    send_record orphan = { 0 };
+    CHECK(cv_simulator_set_online(sim, "alice", false, NULL), "offline");
+    CHECK(cv_vault_send_text(vault, CV_RECEIVER_USER, "bob", "orphan", on_send, &orphan, on_send_destroy, &error), "a send");
+    cv_vault_free(vault);
+    CHECK(orphan.destroyed == 1, "the destroy notifier ran at free (%d)", orphan.destroyed);
+    int before = orphan.pending + orphan.sent + orphan.errors;
+    sleep_ms(300);
+    CHECK(orphan.pending + orphan.sent + orphan.errors == before, "no callback after free");
+    CHECK(cv_vault_login_sync(vault, "alice", NULL, &error) == CV_OPEN_LOGGED_OUT, "a freed vault");
+    expect_argument_error(error, "a freed vault");
+    error = NULL;
+    cv_vault_free(vault); /* a second free is ignored */
+    CHECK(cv_simulator_set_online(sim, "alice", true, NULL), "online");
+
+    /* The key is lost: the next login resets, and the listener hears it on this thread before
+     * login returns, with the number of unsent messages lost (the orphan). */
+    remove_files_in(keys);
+    cv_vault *again = cv_vault_new_simulated(settings, sim, "alice", &error);
+    CHECK(again != NULL, "a vault again");
+    reset_record heard = { 0 };
+    CHECK(cv_vault_add_reset_listener(again, on_reset, &heard, on_reset_destroy, &error) > 0, "a reset listener");
+    state = cv_vault_login_sync(again, "alice", NULL, &error);
+    CHECK(state == CV_OPEN_READY, "a new cache: %d", state);
+    CHECK(heard.calls == 1, "one reset heard before login returned (%d)", heard.calls);
+    CHECK(heard.reason == CV_RESET_KEY_LOST, "key lost (%d)", heard.reason);
+    CHECK(heard.lost == 1 || heard.lost == CV_PENDING_COUNT_UNKNOWN, "pending lost %d", heard.lost);
+    CHECK(heard.wrong_thread == 0, "on this thread");
+    CHECK(cv_vault_logout_sync(again, &error), "logout");
+    cv_vault_free(again);
+    CHECK(heard.destroyed == 1, "the listener's destroy notifier ran at free");
+
+    cv_simulator_free(sim);
+    CHECK(!cv_simulator_add_user(sim, "carol", "Carol", &error), "a freed simulator");
+    expect_argument_error(error, "a freed simulator");
+
+    if (failures == 0)
+        printf("test-capi: all checks passed\n");
+    return failures == 0 ? 0 : 1;
+}
