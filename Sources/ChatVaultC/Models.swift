@@ -38,6 +38,33 @@ enum CModels {
         return .object(o)
     }
 
+    static func conversation(_ c: Conversation) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "conversationId": c.conversationId.map { .string($0) } ?? .null,
+            "conversationType": .string(c.conversationType.rawValue),
+            "unreadMessageCount": .int(Int64(c.unreadMessageCount)),
+            "updatedAt": .double(c.updatedAt),
+            "lastMessage": c.lastMessage.map(message) ?? .null,
+        ]
+        if let user = c.conversationWith as? User { o["with"] = .string(user.uid) }
+        if let group = c.conversationWith as? Group { o["with"] = .string(group.guid) }
+        return .object(o)
+    }
+
+    /// A two-phase read's result: {"cached": [...] | null, "server": [...] | null, "serverError": {...} | null}.
+    static func phases<Item>(cached: [Item]?, server: Result<[Item], CometChatException>, _ render: (Item) -> JSONValue) -> JSONValue {
+        var o: [String: JSONValue] = ["cached": cached.map { .array($0.map(render)) } ?? .null]
+        switch server {
+        case .success(let items):
+            o["server"] = .array(items.map(render))
+            o["serverError"] = .null
+        case .failure(let error):
+            o["server"] = .null
+            o["serverError"] = ["code": .string(error.errorCode), "message": .string(error.errorDescription)]
+        }
+        return .object(o)
+    }
+
     static func text(_ value: JSONValue) -> String {
         String(decoding: value.jsonData(), as: UTF8.self)
     }

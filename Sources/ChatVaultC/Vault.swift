@@ -11,7 +11,7 @@ import VaultStore
 final class VaultBox: Sendable {
     let vault: OfflineVault
     let dispatcher: Dispatcher
-    private let listeners = Mutex<(next: UInt32, table: [UInt32: ResetListener])>((1, [:]))
+    private let listeners = Mutex<(next: UInt32, table: [UInt32: any CListener])>((1, [:]))
     /// Sends still waiting for their last stage (their destroy notifiers run at the latest on free).
     private let sends = Mutex<(next: UInt64, table: [UInt64: SendCallback])>((1, [:]))
 
@@ -20,7 +20,8 @@ final class VaultBox: Sendable {
         self.dispatcher = dispatcher
     }
 
-    func add(_ listener: ResetListener) -> UInt32 {
+    /// Registers a listener with the engine under `c-<id>` (one id space for every kind).
+    func add(_ listener: any CListener) -> UInt32 {
         let id = listeners.withLock { s -> UInt32 in
             let id = s.next
             s.next &+= 1
@@ -28,13 +29,13 @@ final class VaultBox: Sendable {
             s.table[id] = listener
             return id
         }
-        vault.addOfflineCacheResetListener("c-\(id)", listener)
+        listener.register(with: vault, id: "c-\(id)")
         return id
     }
 
     func remove(_ id: UInt32) -> Bool {
         guard let listener = listeners.withLock({ $0.table.removeValue(forKey: id) }) else { return false }
-        vault.removeOfflineCacheResetListener("c-\(id)")
+        listener.unregister(from: vault, id: "c-\(id)")
         listener.end()
         return true
     }
@@ -54,9 +55,9 @@ final class VaultBox: Sendable {
 
     /// Every listener and send removed, each destroy notifier run once.
     func endAll() {
-        let all = listeners.withLock { s -> [(UInt32, ResetListener)] in defer { s.table = [:] }; return Array(s.table) }
+        let all = listeners.withLock { s -> [(UInt32, any CListener)] in defer { s.table = [:] }; return Array(s.table) }
         for (id, listener) in all {
-            vault.removeOfflineCacheResetListener("c-\(id)")
+            listener.unregister(from: vault, id: "c-\(id)")
             listener.end()
         }
         let pending = sends.withLock { s -> [SendCallback] in defer { s.table = [:] }; return Array(s.table.values) }
@@ -69,9 +70,19 @@ struct UserData: @unchecked Sendable {
     let pointer: UnsafeMutableRawPointer?
 }
 
+/// A listener C registered: the engine's side of it, and its end (the destroy notifier, once).
+protocol CListener: AnyObject, Sendable {
+    func register(with vault: OfflineVault, id: String)
+    func unregister(from vault: OfflineVault, id: String)
+    func end()
+}
+
 /// A C reset callback: runs only while registered (checked on the dispatching thread), its
 /// destroy notifier once.
-final class ResetListener: OfflineCacheResetListener, @unchecked Sendable {
+final class ResetListener: OfflineCacheResetListener, CListener, @unchecked Sendable {
+    func register(with vault: OfflineVault, id: String) { vault.addOfflineCacheResetListener(id, self) }
+    func unregister(from vault: OfflineVault, id: String) { vault.removeOfflineCacheResetListener(id) }
+
     private let callback: cv_reset_callback
     private let destroy: cv_destroy_notify?
     private let userData: UserData
@@ -341,16 +352,7 @@ public func cvVaultFetchMessagesSync(_ vault: OpaquePointer?, _ receiverType: cv
         let builder = MessagesRequest.MessageRequestBuilder(vault: engine).set(limit: Int(limit))
         if type == .group { builder.set(guid: receiver) } else { builder.set(uid: receiver) }
         let result = await builder.build().fetchPrevious()
-        var o: [String: JSONValue] = ["cached": result.cached.map { .array($0.map(CModels.message)) } ?? .null]
-        switch result.server {
-        case .success(let items):
-            o["server"] = .array(items.map(CModels.message))
-            o["serverError"] = .null
-        case .failure(let error):
-            o["server"] = .null
-            o["serverError"] = ["code": .string(error.errorCode), "message": .string(error.errorDescription)]
-        }
-        return CModels.text(.object(o))
+        return CModels.text(CModels.phases(cached: result.cached, server: result.server, CModels.message))
     }
     return owned(json)
 }

@@ -114,6 +114,59 @@ static void on_reset_destroy(void *user_data) {
     ((reset_record *)user_data)->destroyed++;
 }
 
+/* ---- the message and outbox listeners ---- */
+typedef struct {
+    int received, synced, wrong_thread, destroyed;
+    char last_text[128];
+} message_record;
+
+static void on_message(const char *event, const char *message_json, void *user_data) {
+    message_record *r = user_data;
+    if (!pthread_equal(pthread_self(), main_thread))
+        r->wrong_thread++;
+    if (strcmp(event, "received") == 0) {
+        r->received++;
+        const char *text = strstr(message_json, "\"text\":\"");
+        if (text != NULL)
+            snprintf(r->last_text, sizeof r->last_text, "%s", text + 8);
+    } else if (strcmp(event, "synced") == 0) {
+        r->synced++;
+    }
+}
+
+static void on_message_destroy(void *user_data) {
+    ((message_record *)user_data)->destroyed++;
+}
+
+typedef struct {
+    int pending, sent, failed, wrong_thread;
+    char reason[32];
+    char local_id[128];
+} outbox_record;
+
+static void on_outbox(const char *event, const char *message_json, const char *reason, void *user_data) {
+    outbox_record *r = user_data;
+    if (!pthread_equal(pthread_self(), main_thread))
+        r->wrong_thread++;
+    if (strcmp(event, "pending") == 0) {
+        r->pending++;
+        const char *id = strstr(message_json, "\"localMessageId\":\"");
+        if (id != NULL) {
+            id += strlen("\"localMessageId\":\"");
+            size_t n = strcspn(id, "\"");
+            if (n < sizeof r->local_id) {
+                memcpy(r->local_id, id, n);
+                r->local_id[n] = '\0';
+            }
+        }
+    } else if (strcmp(event, "sent") == 0) {
+        r->sent++;
+    } else if (strcmp(event, "failed") == 0) {
+        r->failed++;
+        snprintf(r->reason, sizeof r->reason, "%s", reason ? reason : "");
+    }
+}
+
 static void remove_files_in(const char *directory) {
     DIR *dir = opendir(directory);
     if (dir == NULL)
@@ -237,6 +290,39 @@ int main(int argc, char **argv) {
     expect_argument_error(error, "a send needs a callback");
     error = NULL;
 
+    /* Realtime: a message bob sends reaches the message listener, on this thread. */
+    message_record messages = { 0 };
+    unsigned message_listener = cv_vault_add_message_listener(vault, on_message, &messages, on_message_destroy, &error);
+    CHECK(message_listener > 0, "a message listener");
+    CHECK(cv_vault_add_message_listener(vault, NULL, NULL, NULL, &error) == 0, "a listener needs a callback");
+    expect_argument_error(error, "a message listener without a callback");
+    error = NULL;
+    CHECK(cv_simulator_post_text(sim, "bob", CV_RECEIVER_USER, "alice", "live from bob", NULL, &error), "posted live");
+    volatile int *heard_live = &messages.received;
+    CHECK(dispatch_until(vault, heard_live, 10), "the realtime message was heard");
+    CHECK(strncmp(messages.last_text, "live from bob", 13) == 0, "its text: %s", messages.last_text);
+    CHECK(messages.wrong_thread == 0, "on this thread");
+
+    /* The conversation list, two-phase; the catch-up sync. */
+    char *conversations = cv_vault_fetch_conversations_sync(vault, 30, &error);
+    CHECK(contains(conversations, "\"with\":\"bob\""), "the conversation with bob: %.300s", conversations);
+    cv_free(conversations);
+    CHECK(cv_vault_fetch_conversations_sync(vault, 0, &error) == NULL, "a limit of 0");
+    expect_argument_error(error, "a conversation limit of 0");
+    error = NULL;
+    if (!cv_vault_force_sync_now_sync(vault, &error)) {
+        CHECK(error != NULL && strcmp(error->code, "ERROR_OFFLINE_SYNC_COOLDOWN") == 0, "a sync refused only for its cooldown: %s",
+              error ? error->code : "");
+        cv_error_free(error);
+        error = NULL;
+    }
+    CHECK(cv_vault_get_last_sync_timestamp(vault) > 0, "caught up to a server time");
+    CHECK(cv_vault_get_sync_state(vault) == CV_SYNC_IDLE || cv_vault_get_sync_state(vault) == CV_SYNC_SYNCING, "a sync state");
+    CHECK(cv_vault_get_last_sync_timestamp(NULL) == -1, "no timestamp for NULL");
+
+    outbox_record outbox = { 0 };
+    CHECK(cv_vault_add_outbox_listener(vault, on_outbox, &outbox, NULL, &error) > 0, "an outbox listener");
+
     /* Offline: the cached phase answers, the server phase says so; a send waits in the outbox. */
     CHECK(cv_simulator_set_online(sim, "alice", false, NULL), "offline");
     page = cv_vault_fetch_messages_sync(vault, CV_RECEIVER_USER, "bob", 30, &error);
@@ -260,6 +346,39 @@ int main(int argc, char **argv) {
     CHECK(cv_simulator_set_online(sim, "alice", true, NULL), "online again");
     CHECK(dispatch_until(vault, &queued.destroyed, 30), "the queued send went out on reconnect");
     CHECK(queued.sent == 1 && queued.wrong_thread == 0, "sent %d off-thread %d", queued.sent, queued.wrong_thread);
+
+    CHECK(outbox.pending >= 1 && outbox.sent >= 1 && outbox.wrong_thread == 0, "the outbox listener: pending %d sent %d",
+          outbox.pending, outbox.sent);
+
+    /* A message discarded from the outbox: its send fails as discarded. */
+    CHECK(cv_simulator_set_online(sim, "alice", false, NULL), "offline");
+    send_record dropped = { 0 };
+    outbox.local_id[0] = '\0';
+    CHECK(cv_vault_send_text(vault, CV_RECEIVER_USER, "bob", "to be discarded", on_send, &dropped, on_send_destroy, &error), "queued");
+    volatile int *queued_pending = &dropped.pending;
+    CHECK(dispatch_until(vault, queued_pending, 10), "pending");
+    CHECK(outbox.local_id[0] != '\0', "the outbox named its local id");
+    CHECK(cv_vault_discard_message_sync(vault, outbox.local_id, &error), "discarded: %s", error ? error->code : "");
+    CHECK(!cv_vault_discard_message_sync(vault, outbox.local_id, &error), "not twice");
+    CHECK(error != NULL && strcmp(error->domain, CV_ERROR_DOMAIN_CHATVAULT) == 0, "a library error for an unknown local id");
+    cv_error_free(error);
+    error = NULL;
+    CHECK(!cv_vault_retry_message_sync(vault, "no-such-local-id", &error), "no such message to retry");
+    cv_error_free(error);
+    error = NULL;
+    char *left = cv_vault_get_pending_messages_sync(vault, &error);
+    CHECK(left != NULL && !contains(left, outbox.local_id), "the discarded message is gone: %.200s", left);
+    cv_free(left);
+    CHECK(cv_simulator_set_online(sim, "alice", true, NULL), "online");
+
+    /* The message listener removed: its destroy notifier once, silent after. */
+    CHECK(cv_vault_remove_listener(vault, message_listener, &error), "the message listener removed");
+    CHECK(messages.destroyed == 1, "destroyed once");
+    int received = messages.received;
+    CHECK(cv_simulator_post_text(sim, "bob", CV_RECEIVER_USER, "alice", "after removal", NULL, &error), "posted");
+    volatile int never = 0;
+    dispatch_until(vault, &never, 1);
+    CHECK(messages.received == received, "no message after removal");
 
     /* A listener removed: its destroy notifier once, its callback never. */
     reset_record removed = { 0 };

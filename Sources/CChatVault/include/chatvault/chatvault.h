@@ -95,6 +95,12 @@ typedef enum cv_reset_reason {
     CV_RESET_ENCRYPTION_CHANGED = 4
 } cv_reset_reason;
 
+/* The catch-up sync (SyncState). */
+typedef enum cv_sync_state {
+    CV_SYNC_IDLE = 0,
+    CV_SYNC_SYNCING = 1
+} cv_sync_state;
+
 /* pendingMessagesLost when the count is not known. */
 #define CV_PENDING_COUNT_UNKNOWN (-1)
 
@@ -175,6 +181,42 @@ bool cv_vault_send_text(cv_vault *vault, cv_receiver_type receiver_type, const c
 /* The unsent messages as a JSON array (cv_free). */
 char *cv_vault_get_pending_messages_sync(cv_vault *vault, cv_error **error);
 
+/* A two-phase read of the conversation list's first `limit` conversations (1…50), newest first:
+ * the same JSON object as cv_vault_fetch_messages_sync, each item {"conversationId",
+ * "conversationType": "user" | "group", "with" (the uid or guid), "unreadMessageCount",
+ * "updatedAt", "lastMessage": message | null}. */
+char *cv_vault_fetch_conversations_sync(cv_vault *vault, int limit, cv_error **error);
+
+/* Retries an unsent message now (by its localMessageId). */
+bool cv_vault_retry_message_sync(cv_vault *vault, const char *local_id, cv_error **error);
+/* Removes an unsent message from the outbox (its send fails as discarded). */
+bool cv_vault_discard_message_sync(cv_vault *vault, const char *local_id, cv_error **error);
+
+/* Runs a catch-up sweep now and waits for it (refused during the cooldown after the last one:
+ * ERROR_OFFLINE_SYNC_COOLDOWN). */
+bool cv_vault_force_sync_now_sync(cv_vault *vault, cv_error **error);
+/* Whether a sweep is running (CV_SYNC_IDLE for a bad handle). */
+cv_sync_state cv_vault_get_sync_state(cv_vault *vault);
+/* The server time (epoch seconds) the cache is caught up to; 0 before the first sweep, -1 for a
+ * bad handle. */
+int64_t cv_vault_get_last_sync_timestamp(cv_vault *vault);
+
+/* Messages as they arrive: `event` is "received" (realtime), "edited", "deleted", or "synced"
+ * (each message the catch-up brought, after its page is in the cache); `message_json` is
+ * borrowed (valid during the call). */
+typedef void (*cv_message_callback)(const char *event, const char *message_json, void *user_data);
+/* Registers a message listener; its id (> 0), or 0 with *error. Removed with cv_vault_remove_listener(). */
+unsigned cv_vault_add_message_listener(cv_vault *vault, cv_message_callback callback, void *user_data,
+                                       cv_destroy_notify destroy, cv_error **error);
+
+/* The outbox as it changes: `event` is "pending", "sent" or "failed" (then `reason` names the
+ * failure: "transient", "permanent", "queueOverflow", "queueFull", "byteOverflow", "discarded";
+ * NULL otherwise). Borrowed strings. */
+typedef void (*cv_outbox_callback)(const char *event, const char *message_json, const char *reason, void *user_data);
+/* Registers an outbox listener; its id (> 0), or 0 with *error. */
+unsigned cv_vault_add_outbox_listener(cv_vault *vault, cv_outbox_callback callback, void *user_data,
+                                      cv_destroy_notify destroy, cv_error **error);
+
 /* Told after a new cache replaced one that could not be used, before it serves reads; repeated at
  * later opens until delivered. pending_messages_lost is exact, or CV_PENDING_COUNT_UNKNOWN. */
 typedef void (*cv_reset_callback)(cv_reset_reason reason, int pending_messages_lost, void *user_data);
@@ -183,7 +225,7 @@ typedef void (*cv_reset_callback)(cv_reset_reason reason, int pending_messages_l
  * weak references). Returns its id (> 0), or 0 with *error. */
 unsigned cv_vault_add_reset_listener(cv_vault *vault, cv_reset_callback callback, void *user_data,
                                      cv_destroy_notify destroy, cv_error **error);
-/* Removes a listener: its callback never runs again, its destroy notifier runs now. */
+/* Removes a listener of any kind: its callback never runs again, its destroy notifier runs now. */
 bool cv_vault_remove_listener(cv_vault *vault, unsigned listener_id, cv_error **error);
 
 /* A file descriptor that is readable while callbacks are due (poll it for input); owned by the
