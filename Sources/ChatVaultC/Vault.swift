@@ -370,13 +370,14 @@ public func cvVaultSendText(_ vault: OpaquePointer?, _ receiverType: cv_receiver
     guard let callback else { CError.invalid(out, "a send needs a callback"); return false }
     let send = SendCallback(callback: callback, destroy: destroy, userData: userData)
     let id = box.track(send)
-    box.vault.sendTextMessage(message: TextMessage(receiverUid: receiver, text: body, receiverType: type), onMessagePending: { m in
+    // The message the engine sends (and stamps: its local id, its status): the error stage shows it too.
+    let message = TextMessage(receiverUid: receiver, text: body, receiverType: type)
+    box.vault.sendTextMessage(message: message, onMessagePending: { m in
         send.stage("pending", m, nil)
     }, onMessageSent: { m in
         send.stage("sent", m, nil)
         box.finish(id)
     }, onError: { error in
-        let message = TextMessage(receiverUid: receiver, text: "", receiverType: type)
         let failure = error ?? CometChatException(errorCode: "ERR_UNKNOWN", errorDescription: "the send failed")
         send.stage("error", message, failure)
         // Queued offline: "sent" follows on reconnect; any other error is the last stage.

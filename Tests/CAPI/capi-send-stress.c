@@ -1,0 +1,132 @@
+/* A C process that sends through the durable outbox and is SIGKILLed at random moments
+ * (Tests/CAPI/send-stress.py). Prints, one write(2) each:
+ *     left <local id>      an unsent message found in the outbox at start (an earlier run's)
+ *     cached <local id>    a sent message found in the cache at start (an earlier run's, whose
+ *                          "sent" line a kill may have cut off)
+ *     ready
+ *     pending <local id>   its row is committed (it survives a kill from here); printed after
+ *                          the dispatch that delivered it, so a send the full outbox refused
+ *                          (the seeds: onMessagePending, then onError ERROR_QUEUE_FULL, in one
+ *                          go) is never claimed
+ *     refused <local id>   the outbox was full (nothing committed)
+ *     sent <local id>      the server has it (this run's or an earlier run's message)
+ *     done                 the outbox is empty
+ *
+ *     capi-send-stress ROOT KEYDIR COUNT OFFSET
+ *
+ * The simulator lives in this process, so each run's server is new and numbers its messages from
+ * 1: OFFSET messages between two other users come first, so that no two runs give the same id to
+ * different messages (a real server never reuses one). */
+#define _POSIX_C_SOURCE 200809L
+#include <chatvault/chatvault.h>
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void emit(const char *what, const char *json) {
+    char line[512];
+    const char *id = json != NULL ? strstr(json, "\"localMessageId\":\"") : NULL;
+    if (id == NULL)
+        return;
+    id += strlen("\"localMessageId\":\"");
+    int n = (int)strcspn(id, "\"");
+    int len = snprintf(line, sizeof line, "%s %.*s\n", what, n, id);
+    if (len > 0 && (size_t)len < sizeof line && write(1, line, (size_t)len) < 0)
+        _exit(3);
+}
+
+static void on_outbox(const char *event, const char *message_json, const char *reason, void *user_data) {
+    (void)reason;
+    (void)user_data;
+    if (strcmp(event, "sent") == 0)
+        emit("sent", message_json);
+}
+
+/* This dispatch's pending sends (their message JSON), and which the outbox refused. */
+static char *batch[64];
+static int refused[64];
+static int batched = 0;
+
+static void on_send(const char *stage, const char *message_json, const cv_error *error, void *user_data) {
+    (void)user_data;
+    const char *id = strstr(message_json, "\"localMessageId\":\"");
+    if (strcmp(stage, "pending") == 0 && batched < 64) {
+        refused[batched] = 0;
+        batch[batched++] = strdup(message_json);
+    } else if (strcmp(stage, "error") == 0 && error != NULL && strcmp(error->code, "ERROR_QUEUE_FULL") == 0 && id != NULL) {
+        for (int i = 0; i < batched; i++)
+            if (strncmp(strstr(batch[i], "\"localMessageId\":\""), id, 60) == 0)
+                refused[i] = 1;
+    }
+}
+
+static void flush_batch(void) {
+    for (int i = 0; i < batched; i++) {
+        emit(refused[i] ? "refused" : "pending", batch[i]);
+        free(batch[i]);
+    }
+    batched = 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5)
+        return 2;
+    int count = atoi(argv[3]), offset = atoi(argv[4]);
+    char settings[4096];
+    snprintf(settings, sizeof settings,
+             "{\"enabled\": true, \"encryption\": true, \"applicationId\": \"org.chatvault.capistress\", "
+             "\"rootDirectory\": \"%s\", \"keyStore\": \"software\", \"keyDirectory\": \"%s\"}", argv[1], argv[2]);
+    cv_simulator *server = cv_simulator_new(3);
+    cv_simulator_add_user(server, "alice", "Alice", NULL);
+    cv_simulator_add_user(server, "bob", "Bob", NULL);
+    cv_simulator_add_user(server, "carol", "Carol", NULL);
+    cv_simulator_add_user(server, "dave", "Dave", NULL);
+    for (int i = 0; i < offset; i++)
+        cv_simulator_post_text(server, "carol", CV_RECEIVER_USER, "dave", "filler", NULL, NULL);
+    cv_error *error = NULL;
+    cv_vault *vault = cv_vault_new_simulated(settings, server, "alice", &error);
+    /* Offline first: this run's server is a new one (the simulator lives in the process), and its
+     * empty pages must not reconcile the earlier runs' messages away before they are listed. */
+    cv_simulator_set_online(server, "alice", false, NULL);
+    char *detail = NULL;
+    cv_open_state state = vault != NULL ? cv_vault_login_sync(vault, "alice", &detail, &error) : CV_OPEN_LOGGED_OUT;
+    if (state != CV_OPEN_READY) {
+        fprintf(stderr, "capi-send-stress: not ready: state %d %s %s\n", (int)state, detail ? detail : "", error ? error->code : "");
+        return 1;
+    }
+    cv_free(detail);
+    cv_vault_add_outbox_listener(vault, on_outbox, NULL, NULL, NULL);
+    char *left = cv_vault_get_pending_messages_sync(vault, NULL);
+    for (const char *p = left; p != NULL && (p = strstr(p, "\"localMessageId\":\"")) != NULL; p += 18)
+        emit("left", p);
+    cv_free(left);
+    char *page = cv_vault_fetch_messages_sync(vault, CV_RECEIVER_USER, "bob", 100, NULL);
+    const char *server_phase = page != NULL ? strstr(page, "\"server\":") : NULL;
+    for (const char *p = page; p != NULL && (p = strstr(p, "\"localMessageId\":\"")) != NULL && (server_phase == NULL || p < server_phase); p += 18)
+        emit("cached", p);
+    cv_free(page);
+    cv_simulator_set_online(server, "alice", true, NULL);
+    if (write(1, "ready\n", 6) < 0)
+        return 3;
+    for (int i = 0; i < count; i++)
+        cv_vault_send_text(vault, CV_RECEIVER_USER, "bob", "stress", on_send, NULL, NULL, NULL);
+    for (int rounds = 0; rounds < 600; rounds++) {
+        struct pollfd entry = { .fd = cv_vault_get_fd(vault), .events = POLLIN, .revents = 0 };
+        poll(&entry, 1, 50);
+        cv_vault_dispatch(vault);
+        flush_batch();
+        char *pending = cv_vault_get_pending_messages_sync(vault, NULL);
+        int empty = pending != NULL && strcmp(pending, "[]") == 0;
+        cv_free(pending);
+        if (empty && rounds > 2)
+            break;
+    }
+    if (write(1, "done\n", 5) < 0)
+        return 3;
+    cv_vault_free(vault);
+    cv_simulator_free(server);
+    return 0;
+}

@@ -1,0 +1,290 @@
+"""ChatVault from Python: a ctypes binding of libchatvault (the C ABI, chatvault/chatvault.h).
+
+    import asyncio, chatvault
+
+    with chatvault.Simulator(seed=7) as server:
+        server.add_user("alice", "Alice"); server.add_user("bob", "Bob")
+        with chatvault.Vault(server, "alice", applicationId="org.example.Chat", enabled=True, encryption=True) as vault:
+            vault.on_reset(lambda reason, lost: print("reset", reason, lost))
+            state, detail = vault.login("alice")
+            page = vault.fetch_messages("bob")                 # {"cached": [...], "server": [...], "serverError": ...}
+            sent = await vault.send_text("bob", "hi")          # resolves on "sent" (with an asyncio loop attached)
+
+Errors raise ChatVaultError (its .domain and .code are the C error's). Callbacks run only when the
+vault is dispatched: vault.attach_asyncio() (the running loop reads the vault's descriptor) or
+vault.dispatch() from your own loop (GLib: GLib.unix_fd_add_full on vault.fileno()).
+
+The library is found through CHATVAULT_LIBRARY (a path), else pkg-config's libdir for chatvault,
+else the system's loader.
+"""
+import ctypes
+import enum
+import json
+import os
+import subprocess
+
+__all__ = ["ChatVaultError", "OpenState", "ResetReason", "Simulator", "Vault", "library"]
+
+
+class ChatVaultError(Exception):
+    """A cv_error: domain ("chatvault", "chatvault-argument"), code (ERROR_… / ERR_…), message."""
+
+    def __init__(self, domain, code, message):
+        super().__init__(f"{code}: {message}")
+        self.domain, self.code, self.message = domain, code, message
+
+
+class OpenState(enum.IntEnum):
+    LOGGED_OUT = 0
+    DISABLED = 1
+    OPENING = 2
+    READY = 3
+    PLAINTEXT_FALLBACK = 4
+    UNAVAILABLE = 5
+    ONLINE_ONLY = 6
+
+
+class ResetReason(enum.IntEnum):
+    KEY_LOST = 0
+    WRONG_KEY = 1
+    CORRUPTED = 2
+    ESCALATED = 3
+    ENCRYPTION_CHANGED = 4
+
+
+class _Error(ctypes.Structure):
+    _fields_ = [("domain", ctypes.c_char_p), ("code", ctypes.c_char_p), ("message", ctypes.c_char_p)]
+
+
+_ErrorOut = ctypes.POINTER(ctypes.POINTER(_Error))
+_DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_RESET = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
+_SEND = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_Error), ctypes.c_void_p)
+_MESSAGE = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p)
+
+
+def _find():
+    if os.environ.get("CHATVAULT_LIBRARY"):
+        return os.environ["CHATVAULT_LIBRARY"]
+    try:
+        libdir = subprocess.run(["pkg-config", "--variable=libdir", "chatvault"], capture_output=True, text=True, check=True).stdout.strip()
+        candidate = os.path.join(libdir, "libchatvault.so.0")
+        if os.path.exists(candidate):
+            return candidate
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return "libchatvault.so.0"
+
+
+library = ctypes.CDLL(_find())
+_V = ctypes.c_void_p
+
+
+def _sig(name, restype, *argtypes):
+    f = getattr(library, name)
+    f.restype, f.argtypes = restype, list(argtypes)
+    return f
+
+
+_free = _sig("cv_free", None, ctypes.c_void_p)
+_error_free = _sig("cv_error_free", None, ctypes.POINTER(_Error))
+_version = _sig("cv_version", ctypes.c_char_p)
+_sim_new = _sig("cv_simulator_new", _V, ctypes.c_uint64)
+_sim_free = _sig("cv_simulator_free", None, _V)
+_sim_add = _sig("cv_simulator_add_user", ctypes.c_bool, _V, ctypes.c_char_p, ctypes.c_char_p, _ErrorOut)
+_sim_post = _sig("cv_simulator_post_text", ctypes.c_bool, _V, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p,
+                 ctypes.POINTER(ctypes.c_int64), _ErrorOut)
+_sim_online = _sig("cv_simulator_set_online", ctypes.c_bool, _V, ctypes.c_char_p, ctypes.c_bool, _ErrorOut)
+_vault_new = _sig("cv_vault_new_simulated", _V, ctypes.c_char_p, _V, ctypes.c_char_p, _ErrorOut)
+_vault_free = _sig("cv_vault_free", None, _V)
+_login = _sig("cv_vault_login_sync", ctypes.c_int, _V, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), _ErrorOut)
+_logout = _sig("cv_vault_logout_sync", ctypes.c_bool, _V, _ErrorOut)
+_enabled = _sig("cv_vault_is_offline_enabled", ctypes.c_bool, _V)
+_status = _sig("cv_vault_get_encryption_status", ctypes.c_void_p, _V, _ErrorOut)
+_fetch = _sig("cv_vault_fetch_messages_sync", ctypes.c_void_p, _V, ctypes.c_int, ctypes.c_char_p, ctypes.c_int, _ErrorOut)
+_conversations = _sig("cv_vault_fetch_conversations_sync", ctypes.c_void_p, _V, ctypes.c_int, _ErrorOut)
+_send = _sig("cv_vault_send_text", ctypes.c_bool, _V, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, _SEND, ctypes.c_void_p, _DESTROY, _ErrorOut)
+_pending = _sig("cv_vault_get_pending_messages_sync", ctypes.c_void_p, _V, _ErrorOut)
+_add_reset = _sig("cv_vault_add_reset_listener", ctypes.c_uint, _V, _RESET, ctypes.c_void_p, _DESTROY, _ErrorOut)
+_add_message = _sig("cv_vault_add_message_listener", ctypes.c_uint, _V, _MESSAGE, ctypes.c_void_p, _DESTROY, _ErrorOut)
+_remove = _sig("cv_vault_remove_listener", ctypes.c_bool, _V, ctypes.c_uint, _ErrorOut)
+_fd = _sig("cv_vault_get_fd", ctypes.c_int, _V)
+_dispatch = _sig("cv_vault_dispatch", ctypes.c_uint, _V)
+
+USER, GROUP = 0, 1
+
+
+def version():
+    return _version().decode()
+
+
+def _call(f, *args):
+    """Calls a fallible C function with an error out-parameter; raises ChatVaultError on failure."""
+    error = ctypes.POINTER(_Error)()
+    result = f(*args, ctypes.byref(error))
+    if error:
+        e = error.contents
+        exc = ChatVaultError(e.domain.decode(), e.code.decode(), e.message.decode())
+        _error_free(error)
+        raise exc
+    return result
+
+
+def _text(pointer):
+    """A returned char * as str (freed with cv_free)."""
+    if not pointer:
+        return None
+    try:
+        return ctypes.string_at(pointer).decode()
+    finally:
+        _free(pointer)
+
+
+def _b(s):
+    return s.encode() if isinstance(s, str) else s
+
+
+class Simulator:
+    """The in-process chat server (cv_simulator): for an app's own tests."""
+
+    def __init__(self, seed=1):
+        self._handle = _sim_new(seed)
+
+    def add_user(self, uid, name):
+        _call(_sim_add, self._handle, _b(uid), _b(name))
+
+    def post_text(self, sender, receiver, text, group=False):
+        out = ctypes.c_int64()
+        _call(_sim_post, self._handle, _b(sender), GROUP if group else USER, _b(receiver), _b(text), ctypes.byref(out))
+        return out.value
+
+    def set_online(self, uid, online):
+        _call(_sim_online, self._handle, _b(uid), online)
+
+    def close(self):
+        if self._handle:
+            _sim_free(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Vault:
+    """A vault over a simulator's device (cv_vault). Keyword arguments are the settings JSON."""
+
+    def __init__(self, simulator, uid, **settings):
+        self._callbacks = {}  # ctypes callbacks kept alive while registered
+        self._next = 0
+        self._loop = None
+        self._handle = _call(_vault_new, _b(json.dumps(settings)), simulator._handle, _b(uid))
+
+    # -- the cache
+    def login(self, uid):
+        detail = ctypes.c_void_p()
+        state = _call(_login, self._handle, _b(uid), ctypes.byref(detail))
+        return OpenState(state), _text(detail.value)
+
+    def logout(self):
+        _call(_logout, self._handle)
+
+    def is_offline_enabled(self):
+        return bool(_enabled(self._handle))
+
+    def encryption_status(self):
+        return json.loads(_text(_call(_status, self._handle)))
+
+    def fetch_messages(self, receiver, limit=30, group=False):
+        return json.loads(_text(_call(_fetch, self._handle, GROUP if group else USER, _b(receiver), limit)))
+
+    def fetch_conversations(self, limit=30):
+        return json.loads(_text(_call(_conversations, self._handle, limit)))
+
+    def pending_messages(self):
+        return json.loads(_text(_call(_pending, self._handle)))
+
+    # -- callbacks
+    def _keep(self, *callbacks):
+        self._next += 1
+        self._callbacks[self._next] = callbacks
+        return self._next
+
+    def on_reset(self, function):
+        """function(ResetReason, pending_messages_lost); answers the listener id."""
+        c = _RESET(lambda reason, lost, _: function(ResetReason(reason), lost))
+        key = self._keep(c)
+        listener = _call(_add_reset, self._handle, c, None, ctypes.cast(None, _DESTROY))
+        self._callbacks[("listener", listener)] = self._callbacks.pop(key)
+        return listener
+
+    def on_message(self, function):
+        """function(event, message dict): "received", "edited", "deleted", "synced"."""
+        c = _MESSAGE(lambda event, message, _: function(event.decode(), json.loads(message.decode())))
+        key = self._keep(c)
+        listener = _call(_add_message, self._handle, c, None, ctypes.cast(None, _DESTROY))
+        self._callbacks[("listener", listener)] = self._callbacks.pop(key)
+        return listener
+
+    def remove_listener(self, listener):
+        _call(_remove, self._handle, listener)
+        self._callbacks.pop(("listener", listener), None)
+
+    def send_text(self, receiver, text, on_stage=None, group=False):
+        """A durable send. With an asyncio loop attached, answers a future resolved with the sent
+        message (or failed with ChatVaultError; an offline send stays queued and resolves on
+        reconnect); on_stage(stage, message, error) hears every stage either way."""
+        future = self._loop.create_future() if self._loop is not None else None
+        key = None
+
+        def stage(name, message, error, _):
+            name, message = name.decode(), json.loads(message.decode())
+            err = ChatVaultError(error.contents.domain.decode(), error.contents.code.decode(), error.contents.message.decode()) if error else None
+            if on_stage is not None:
+                on_stage(name, message, err)
+            if future is not None and not future.done():
+                if name == "sent":
+                    future.set_result(message)
+                elif name == "error" and err.code != "ERROR_INTERNET_UNAVAILABLE":
+                    future.set_exception(err)
+
+        c_stage = _SEND(stage)
+        c_destroy = _DESTROY(lambda _: self._callbacks.pop(key, None))
+        key = self._keep(c_stage, c_destroy)
+        try:
+            _call(_send, self._handle, GROUP if group else USER, _b(receiver), _b(text), c_stage, None, c_destroy)
+        except ChatVaultError:
+            self._callbacks.pop(key, None)
+            raise
+        return future
+
+    def fileno(self):
+        """The descriptor that is readable while callbacks are due."""
+        return _fd(self._handle)
+
+    def dispatch(self):
+        """Runs the due callbacks on this thread; answers how many ran."""
+        return _dispatch(self._handle)
+
+    def attach_asyncio(self, loop=None):
+        """Dispatches on an asyncio loop (the running one by default) whenever callbacks are due."""
+        import asyncio
+        self._loop = loop or asyncio.get_running_loop()
+        self._loop.add_reader(self.fileno(), self.dispatch)
+
+    def close(self):
+        if self._handle:
+            if self._loop is not None:
+                self._loop.remove_reader(self.fileno())
+                self._loop = None
+            _vault_free(self._handle)
+            self._handle = None
+            self._callbacks.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

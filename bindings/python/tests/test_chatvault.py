@@ -1,0 +1,105 @@
+"""The Python binding over an installed libchatvault (Scripts/test-capi sets CHATVAULT_LIBRARY)."""
+import asyncio
+import os
+
+import pytest
+
+import chatvault
+
+
+def settings(tmp_path):
+    keys = tmp_path / "keys"
+    keys.mkdir(mode=0o700)
+    return dict(enabled=True, encryption=True, applicationId="org.chatvault.pytest", rootDirectory=str(tmp_path / "root"),
+                keyStore="software", keyDirectory=str(keys))
+
+
+@pytest.fixture
+def server():
+    with chatvault.Simulator(seed=5) as s:
+        s.add_user("alice", "Alice")
+        s.add_user("bob", "Bob")
+        yield s
+
+
+def test_errors_carry_the_c_code(server, tmp_path):
+    with pytest.raises(chatvault.ChatVaultError) as refused:
+        chatvault.Vault(server, "alice", applicationId="x", bogus=1)
+    assert refused.value.domain == "chatvault-argument"
+    assert refused.value.code == "ERR_INVALID_ARGUMENT"
+    with pytest.raises(chatvault.ChatVaultError):
+        server.add_user("bob", "Bob again")
+    assert chatvault.version().count(".") == 2
+
+
+def test_a_two_phase_read_online_then_offline(server, tmp_path):
+    server.post_text("bob", "alice", "hello from bob")
+    with chatvault.Vault(server, "alice", **settings(tmp_path)) as vault:
+        state, detail = vault.login("alice")
+        assert state == chatvault.OpenState.READY and detail is None
+        assert vault.is_offline_enabled()
+        assert vault.encryption_status()["atRest"] == "SQLCIPHER"
+        first = vault.fetch_messages("bob")
+        assert first["cached"] == []
+        assert [m["text"] for m in first["server"]] == ["hello from bob"]
+        server.set_online("alice", False)
+        offline = vault.fetch_messages("bob")
+        assert [m["text"] for m in offline["cached"]] == ["hello from bob"]
+        assert offline["server"] is None and offline["serverError"]["code"] == "ERROR_INTERNET_UNAVAILABLE"
+        conversations = vault.fetch_conversations()
+        assert [c["with"] for c in conversations["cached"]] == ["bob"]
+
+
+def test_sends_on_an_asyncio_loop_including_one_queued_offline(server, tmp_path):
+    async def main():
+        with chatvault.Vault(server, "alice", **settings(tmp_path)) as vault:
+            vault.attach_asyncio()
+            assert vault.login("alice")[0] == chatvault.OpenState.READY
+            stages = []
+            sent = await asyncio.wait_for(vault.send_text("bob", "hi bob", on_stage=lambda s, m, e: stages.append(s)), 20)
+            assert sent["text"] == "hi bob" and sent["status"] in ("sent", "delivered", "read")
+            assert stages == ["pending", "sent"]
+            server.set_online("alice", False)
+            queued = vault.send_text("bob", "while offline")
+            await asyncio.sleep(0.5)
+            assert not queued.done()
+            assert [m["text"] for m in vault.pending_messages()] == ["while offline"]
+            server.set_online("alice", True)
+            later = await asyncio.wait_for(queued, 30)
+            assert later["text"] == "while offline"
+            assert vault.pending_messages() == []
+
+    asyncio.run(main())
+
+
+def test_realtime_messages_and_listener_removal(server, tmp_path):
+    async def main():
+        with chatvault.Vault(server, "alice", **settings(tmp_path)) as vault:
+            vault.attach_asyncio()
+            heard = []
+            listener = vault.on_message(lambda event, message: heard.append((event, message.get("text"))))
+            assert vault.login("alice")[0] == chatvault.OpenState.READY
+            server.post_text("bob", "alice", "live")
+            for _ in range(200):
+                if ("received", "live") in heard:
+                    break
+                await asyncio.sleep(0.02)
+            assert ("received", "live") in heard
+            vault.remove_listener(listener)
+            with pytest.raises(chatvault.ChatVaultError):
+                vault.remove_listener(listener)
+
+    asyncio.run(main())
+
+
+def test_the_reset_listener_hears_a_lost_key(server, tmp_path):
+    config = settings(tmp_path)
+    with chatvault.Vault(server, "alice", **config) as vault:
+        assert vault.login("alice")[0] == chatvault.OpenState.READY
+    for name in os.listdir(config["keyDirectory"]):
+        os.unlink(os.path.join(config["keyDirectory"], name))
+    with chatvault.Vault(server, "alice", **config) as vault:
+        resets = []
+        vault.on_reset(lambda reason, lost: resets.append((reason, lost)))
+        assert vault.login("alice")[0] == chatvault.OpenState.READY
+        assert resets == [(chatvault.ResetReason.KEY_LOST, 0)] or resets == [(chatvault.ResetReason.KEY_LOST, -1)]
