@@ -82,45 +82,36 @@ protocol CListener: AnyObject, Sendable {
 final class ResetListener: OfflineCacheResetListener, CListener, @unchecked Sendable {
     func register(with vault: OfflineVault, id: String) { vault.addOfflineCacheResetListener(id, self) }
     func unregister(from vault: OfflineVault, id: String) { vault.removeOfflineCacheResetListener(id) }
-
     private let callback: cv_reset_callback
-    private let destroy: cv_destroy_notify?
-    private let userData: UserData
-    private let live = Mutex(true)
+    private let state: CCallbackState
 
     init(callback: cv_reset_callback, destroy: cv_destroy_notify?, userData: UnsafeMutableRawPointer?) {
         self.callback = callback
-        self.destroy = destroy
-        self.userData = UserData(pointer: userData)
+        state = CCallbackState(userData: userData, destroy: destroy)
     }
 
     func onOfflineCacheReset(_ reason: OfflineCacheResetReason, _ pendingMessagesLost: Int) {
-        guard live.withLock({ $0 }) else { return }
-        callback(CEnums.reason(reason), Int32(clamping: pendingMessagesLost), userData.pointer)
+        guard state.isLive else { return }
+        callback(CEnums.reason(reason), Int32(clamping: pendingMessagesLost), state.userData.pointer)
     }
 
-    func end() {
-        guard live.withLock({ s -> Bool in defer { s = false }; return s }) else { return }
-        destroy?(userData.pointer)
-    }
+    func end() { state.end() }
 }
 
 /// A C send callback (stages "pending", "sent", "error").
 final class SendCallback: @unchecked Sendable {
     private let callback: cv_send_callback
-    private let destroy: cv_destroy_notify?
-    private let userData: UserData
-    private let live = Mutex(true)
+    private let state: CCallbackState
 
     init(callback: cv_send_callback, destroy: cv_destroy_notify?, userData: UnsafeMutableRawPointer?) {
         self.callback = callback
-        self.destroy = destroy
-        self.userData = UserData(pointer: userData)
+        state = CCallbackState(userData: userData, destroy: destroy)
     }
 
     func stage(_ name: String, _ message: BaseMessage, _ error: CometChatException?) {
-        guard live.withLock({ $0 }) else { return }
+        guard state.isLive else { return }
         let json = CModels.text(CModels.message(message))
+        let userData = state.userData.pointer
         name.withCString { stage in
             json.withCString { text in
                 if let error {
@@ -129,21 +120,18 @@ final class SendCallback: @unchecked Sendable {
                             error.errorDescription.withCString { message in
                                 var e = cv_error(domain: UnsafeMutablePointer(mutating: domain), code: UnsafeMutablePointer(mutating: code),
                                                  message: UnsafeMutablePointer(mutating: message))
-                                callback(stage, text, &e, userData.pointer)
+                                callback(stage, text, &e, userData)
                             }
                         }
                     }
                 } else {
-                    callback(stage, text, nil, userData.pointer)
+                    callback(stage, text, nil, userData)
                 }
             }
         }
     }
 
-    func end() {
-        guard live.withLock({ s -> Bool in defer { s = false }; return s }) else { return }
-        destroy?(userData.pointer)
-    }
+    func end() { state.end() }
 }
 
 let vaults = HandleTable<VaultBox>(tag: 0x5a)

@@ -13,6 +13,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <chatvault/chatvault.h>
 
+#include "check.h"
+
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,18 +23,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-static int failures = 0;
-static pthread_t main_thread;
-
-#define CHECK(cond, ...)                                                                            \
-    do {                                                                                            \
-        if (!(cond)) {                                                                              \
-            failures++;                                                                             \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                       \
-            fprintf(stderr, __VA_ARGS__);                                                           \
-            fputc('\n', stderr);                                                                    \
-        }                                                                                           \
-    } while (0)
 
 typedef struct {
     int calls, wrong_thread;
@@ -58,11 +48,6 @@ static void on_send(const char *stage, const char *message_json, const cv_error 
     (void)error;
     if (strcmp(stage, "pending") == 0)
         ((send_record *)user_data)->pending++;
-}
-
-static void sleep_ms(long ms) {
-    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
 }
 
 int main(int argc, char **argv) {
