@@ -20,7 +20,7 @@ static pthread_t main_thread;
         }                                                                                           \
     } while (0)
 
-static void sleep_ms(long ms) {
+static inline void sleep_ms(long ms) {
     struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
     nanosleep(&ts, NULL);
 }

@@ -136,6 +136,17 @@ typedef struct cv_vault cv_vault;
  * outlive the vault. Free with cv_vault_free(). */
 cv_vault *cv_vault_new_simulated(const char *settings_json, cv_simulator *simulator, const char *uid, cv_error **error);
 
+/* A vault over a Matrix homeserver for `user_id` (@user:server), with the same settings JSON.
+ * Signs in with the session this application keeps in the Secret Service (checked with the
+ * server); when there is none, or its token was revoked, with the password read to the end of
+ * `password_fd` (the caller's descriptor, left open; -1 when a kept session is expected), and keeps
+ * the new session there. The password is read into memory that is wiped after use and is never
+ * passed as a string; the access token never crosses to C. Errors: ERR_MATRIX_PASSWORD_NEEDED,
+ * ERR_MATRIX_SESSION_STORE (the keyring locked or missing), the server's errcode (M_FORBIDDEN…),
+ * ERROR_INTERNET_UNAVAILABLE. Then cv_vault_login_sync() with the same user id. */
+cv_vault *cv_vault_new_matrix_sync(const char *settings_json, const char *homeserver, const char *user_id, int password_fd,
+                                   cv_error **error);
+
 /* Logs out (keeping the cache), removes every listener (their destroy notifiers run) and frees
  * the vault. Callbacks not yet dispatched are dropped. NULL is ignored. */
 void cv_vault_free(cv_vault *vault);

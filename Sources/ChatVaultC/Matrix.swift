@@ -1,0 +1,87 @@
+import CChatVault
+import ChatVault
+import ChatVaultMatrix
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A password read to the end of a descriptor the caller gave (never a C string), its bytes wiped
+/// once it has been copied into the string the sign-in needs.
+func password(from fd: Int32) -> String? {
+    guard fd >= 0 else { return nil }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while bytes.count < 64 << 10 {
+        let n = read(fd, &chunk, chunk.count)
+        if n > 0 { bytes += chunk[..<n] } else if n < 0 && errno == EINTR { continue } else { break }
+    }
+    defer {
+        for i in bytes.indices { bytes[i] = 0 }
+        for i in chunk.indices { chunk[i] = 0 }
+    }
+    while bytes.last == 0x0a || bytes.last == 0x0d { bytes.removeLast() }
+    guard !bytes.isEmpty else { return nil }
+    return String(validating: bytes, as: UTF8.self)
+}
+
+@c(cv_vault_new_matrix_sync)
+public func cvVaultNewMatrixSync(_ settingsJSON: UnsafePointer<CChar>?, _ homeserver: UnsafePointer<CChar>?, _ userId: UnsafePointer<CChar>?,
+                                 _ passwordFd: Int32, _ out: ErrorOut) -> OpaquePointer? {
+    guard let json = text(settingsJSON) else { CError.invalid(out, "the settings must be a UTF-8 JSON string"); return nil }
+    guard let server = text(homeserver).flatMap(URL.init(string:)), server.scheme == "https" || server.scheme == "http" else {
+        CError.invalid(out, "homeserver must be an http(s) URL")
+        return nil
+    }
+    guard let user = text(userId), user.hasPrefix("@"), user.contains(":") else { CError.invalid(out, "user_id must be a Matrix user id (@user:server)"); return nil }
+    let dispatcher = Dispatcher()
+    guard dispatcher.fd >= 0 else {
+        CError.set(out, domain: CError.library, code: "ERR_RESOURCES", message: "no event descriptor could be made")
+        return nil
+    }
+    let config: OfflineConfig
+    let settings: VaultSettings
+    do {
+        (config, settings) = try CSettings.parse(json, executor: .custom { work in dispatcher.post(work) })
+    } catch {
+        dispatcher.close()
+        CError.invalid(out, error.message)
+        return nil
+    }
+    // Read now, on the caller's thread; the descriptor stays the caller's.
+    let secret = password(from: passwordFd)
+    let sessions = MatrixSessionStore(applicationId: settings.applicationId)
+    let signedIn = waitDispatching(dispatcher) { () async -> Result<MatrixSession, MatrixAccount.SignInError> in
+        do throws(MatrixAccount.SignInError) {
+            return .success(try await MatrixAccount.signIn(homeserver: server, user: user, sessions: sessions, password: { secret }))
+        } catch {
+            return .failure(error)
+        }
+    }
+    let session: MatrixSession
+    switch signedIn {
+    case .success(let s): session = s
+    case .failure(let error):
+        dispatcher.close()
+        switch error {
+        case .passwordNeeded: CError.set(out, domain: CError.library, code: "ERR_MATRIX_PASSWORD_NEEDED", message: error.description)
+        case .sessionStore: CError.set(out, domain: CError.library, code: "ERR_MATRIX_SESSION_STORE", message: error.description)
+        case .server(let e):
+            let code: String
+            switch e {
+            case .unreachable, .timedOut: code = CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE
+            case .server(_, let c, _): code = c
+            }
+            CError.set(out, domain: CError.library, code: code, message: error.description)
+        }
+        return nil
+    }
+    do {
+        let vault = try OfflineVault(config: config, settings: settings, backend: MatrixBackend(homeserver: server, session: session))
+        return vaults.insert(VaultBox(vault: vault, dispatcher: dispatcher))
+    } catch {
+        dispatcher.close()
+        CError.set(out, domain: CError.library, code: "ERR_VAULT_SETUP", message: "\(error)")
+        return nil
+    }
+}
