@@ -1,0 +1,119 @@
+/* chatvault.vapi: ChatVault (libchatvault, chatvault/chatvault.h) for Vala, as libsecret ships
+ * libsecret-1.vapi. Installed by Scripts/install into PREFIX/share/vala/vapi.
+ *
+ *     valac --pkg chatvault --pkg glib-2.0 app.vala
+ *
+ * Errors come back in an `out ChatVault.Error?` (freed with cv_error_free); strings the library
+ * returns are the caller's (freed with g_free, which is free). */
+[CCode (cheader_filename = "chatvault/chatvault.h")]
+namespace ChatVault {
+	[CCode (cname = "cv_version")]
+	public unowned string version ();
+
+	[Compact]
+	[CCode (cname = "cv_error", free_function = "cv_error_free", has_type_id = false)]
+	public class Error {
+		public string domain;
+		public string code;
+		public string message;
+	}
+
+	[CCode (cname = "cv_receiver_type", cprefix = "CV_RECEIVER_", has_type_id = false)]
+	public enum ReceiverType { USER, GROUP }
+
+	[CCode (cname = "cv_open_state", cprefix = "CV_OPEN_", has_type_id = false)]
+	public enum OpenState { LOGGED_OUT, DISABLED, OPENING, READY, PLAINTEXT_FALLBACK, UNAVAILABLE, ONLINE_ONLY }
+
+	[CCode (cname = "cv_reset_reason", cprefix = "CV_RESET_", has_type_id = false)]
+	public enum ResetReason { KEY_LOST, WRONG_KEY, CORRUPTED, ESCALATED, ENCRYPTION_CHANGED }
+
+	[CCode (cname = "cv_sync_state", cprefix = "CV_SYNC_", has_type_id = false)]
+	public enum SyncState { IDLE, SYNCING }
+
+	[CCode (cname = "cv_reset_callback", has_target = true)]
+	public delegate void ResetCallback (ResetReason reason, int pending_messages_lost);
+	[CCode (cname = "cv_send_callback", has_target = true)]
+	public delegate void SendCallback (string stage, string message_json, ChatVault.Error? error);
+	[CCode (cname = "cv_message_callback", has_target = true)]
+	public delegate void MessageCallback (string event, string message_json);
+	[CCode (cname = "cv_outbox_callback", has_target = true)]
+	public delegate void OutboxCallback (string event, string message_json, string? reason);
+
+	[Compact]
+	[CCode (cname = "cv_simulator", free_function = "cv_simulator_free", has_type_id = false)]
+	public class Simulator {
+		[CCode (cname = "cv_simulator_new")]
+		public Simulator (uint64 seed);
+		[CCode (cname = "cv_simulator_add_user")]
+		public bool add_user (string uid, string name, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_simulator_post_text")]
+		public bool post_text (string from_uid, ReceiverType receiver_type, string receiver, string text, out int64 id = null,
+		                       out ChatVault.Error? error = null);
+		[CCode (cname = "cv_simulator_set_online")]
+		public bool set_online (string uid, bool online, out ChatVault.Error? error = null);
+	}
+
+	[Compact]
+	[CCode (cname = "cv_vault", free_function = "cv_vault_free", has_type_id = false)]
+	public class Vault {
+		[CCode (cname = "cv_vault_new_simulated")]
+		public static Vault? new_simulated (string settings_json, Simulator simulator, string uid, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_new_matrix_sync")]
+		public static Vault? new_matrix_sync (string settings_json, string homeserver, string user_id, int password_fd,
+		                                      out ChatVault.Error? error = null);
+
+		[CCode (cname = "cv_vault_login_sync")]
+		public OpenState login_sync (string uid, out string? detail = null, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_logout_sync")]
+		public bool logout_sync (out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_retry_open_sync")]
+		public OpenState retry_open_sync (out string? detail = null, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_is_offline_enabled")]
+		public bool is_offline_enabled ();
+		[CCode (cname = "cv_vault_get_encryption_status")]
+		public string? get_encryption_status (out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_get_cache_size")]
+		public int64 get_cache_size (out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_clear_offline_cache_sync")]
+		public bool clear_offline_cache_sync (out ChatVault.Error? error = null);
+
+		[CCode (cname = "cv_vault_fetch_messages_sync")]
+		public string? fetch_messages_sync (ReceiverType receiver_type, string receiver, int limit, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_fetch_conversations_sync")]
+		public string? fetch_conversations_sync (int limit, out ChatVault.Error? error = null);
+
+		[CCode (cname = "cv_vault_send_text")]
+		public bool send_text (ReceiverType receiver_type, string receiver, string text, owned SendCallback callback,
+		                       out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_get_pending_messages_sync")]
+		public string? get_pending_messages_sync (out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_retry_message_sync")]
+		public bool retry_message_sync (string local_id, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_discard_message_sync")]
+		public bool discard_message_sync (string local_id, out ChatVault.Error? error = null);
+
+		[CCode (cname = "cv_vault_force_sync_now_sync")]
+		public bool force_sync_now_sync (out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_get_sync_state")]
+		public SyncState get_sync_state ();
+		[CCode (cname = "cv_vault_get_last_sync_timestamp")]
+		public int64 get_last_sync_timestamp ();
+
+		[CCode (cname = "cv_vault_add_reset_listener")]
+		public uint add_reset_listener (owned ResetCallback callback, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_add_message_listener")]
+		public uint add_message_listener (owned MessageCallback callback, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_add_outbox_listener")]
+		public uint add_outbox_listener (owned OutboxCallback callback, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_remove_listener")]
+		public bool remove_listener (uint listener_id, out ChatVault.Error? error = null);
+
+		[CCode (cname = "cv_vault_get_fd")]
+		public int get_fd ();
+		[CCode (cname = "cv_vault_dispatch")]
+		public uint dispatch ();
+		/* Dispatches on a GLib main context (null: the default one); answers the source id. */
+		[CCode (cname = "cv_vault_attach_main_context", cheader_filename = "chatvault/chatvault-glib.h")]
+		public uint attach_main_context (GLib.MainContext? context = null);
+	}
+}

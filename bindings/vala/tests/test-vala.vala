@@ -1,0 +1,82 @@
+/* ChatVault from Vala over the installed vapi (Scripts/test-capi): a simulator, a vault whose
+ * callbacks run on the GLib main loop, a two-phase read, a send that resolves on the loop, a
+ * listener removed, a bad argument as an error. Exits 0 when every check holds. */
+int failures = 0;
+
+void check (bool ok, string what) {
+	if (!ok) {
+		failures++;
+		stderr.printf ("test-vala: FAILED %s\n", what);
+	}
+}
+
+int main (string[] args) {
+	if (args.length != 2) {
+		stderr.printf ("usage: test-vala WORKDIR\n");
+		return 2;
+	}
+	var root = args[1] + "/root";
+	var keys = args[1] + "/keys";
+	DirUtils.create (root, 0700);
+	DirUtils.create (keys, 0700);
+	check (ChatVault.version ().contains ("."), "a version");
+
+	var server = new ChatVault.Simulator (9);
+	server.add_user ("alice", "Alice");
+	server.add_user ("bob", "Bob");
+	server.post_text ("bob", ChatVault.ReceiverType.USER, "alice", "hello from bob");
+
+	ChatVault.Error? error = null;
+	var bad = ChatVault.Vault.new_simulated ("{\"applicationId\": \"x\", \"bogus\": 1}", server, "alice", out error);
+	check (bad == null && error != null && error.code == "ERR_INVALID_ARGUMENT", "an unknown settings key is an argument error");
+
+	var settings = "{\"enabled\": true, \"encryption\": true, \"applicationId\": \"org.chatvault.valatest\", \"rootDirectory\": \"%s\", \"keyStore\": \"software\", \"keyDirectory\": \"%s\"}".printf (root, keys);
+	var vault = ChatVault.Vault.new_simulated (settings, server, "alice", out error);
+	check (vault != null, "a vault");
+	if (vault == null)
+		return 1;
+	var loop = new MainLoop ();
+	var source = vault.attach_main_context (null);
+	var main_thread = Thread.self<void> ();
+
+	string? detail = null;
+	check (vault.login_sync ("alice", out detail) == ChatVault.OpenState.READY, "ready");
+	check (vault.is_offline_enabled (), "offline enabled");
+	var page = vault.fetch_messages_sync (ChatVault.ReceiverType.USER, "bob", 30);
+	check (page != null && page.contains ("hello from bob"), "the server phase");
+
+	int heard = 0;
+	var listener = vault.add_message_listener ((event, message) => {
+		if (event == "received") heard++;
+	});
+	check (listener > 0, "a message listener");
+
+	string[] stages = {};
+	bool on_main = true;
+	vault.send_text (ChatVault.ReceiverType.USER, "bob", "hi from vala", (stage, message, err) => {
+		stages += stage;
+		on_main = on_main && Thread.self<void> () == main_thread;
+		if (stage == "sent" || stage == "error") loop.quit ();
+	});
+	Timeout.add_seconds (20, () => { loop.quit (); return Source.REMOVE; });
+	loop.run ();
+	check (stages.length == 2 && stages[0] == "pending" && stages[1] == "sent", "pending then sent on the loop");
+	check (on_main, "the callbacks ran on the main loop's thread");
+
+	server.post_text ("bob", ChatVault.ReceiverType.USER, "alice", "live");
+	Timeout.add (50, () => {
+		if (heard > 0) { loop.quit (); return Source.REMOVE; }
+		return Source.CONTINUE;
+	});
+	Timeout.add_seconds (10, () => { loop.quit (); return Source.REMOVE; });
+	loop.run ();
+	check (heard == 1, "the realtime message on the loop");
+	check (vault.remove_listener (listener), "removed");
+	check (!vault.remove_listener (listener, out error) && error != null, "not twice");
+
+	Source.remove (source);
+	vault = null; /* cv_vault_free */
+	if (failures == 0)
+		print ("test-vala: all checks passed\n");
+	return failures == 0 ? 0 : 1;
+}
