@@ -22,7 +22,11 @@
  *   becomes readable when callbacks are due. After a listener is removed, or its vault freed, its
  *   callback never runs again; its destroy notifier runs once.
  * - Calls ending in _sync block the calling thread until done (as libsecret's _sync calls do);
- *   they never need the app's main loop to make progress.
+ *   they never need the app's main loop to make progress. While one waits it dispatches the
+ *   vault's due callbacks itself, on the calling thread (a login delivers its reset before it
+ *   returns): call them from the thread that dispatches. A callback may call them too (nested
+ *   dispatch). cv_vault_free() waits the same way for its logout; the app's callbacks are ended
+ *   by then, so none of them runs.
  *
  * Thread safety: every function may be called from any thread; callbacks run where dispatched.
  */
