@@ -56,7 +56,7 @@ let package = Package(
                 linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libchatvault.so.0", "-Xlinker", "-rpath=$ORIGIN/chatvault"])]),
         // Tool: audit, scenario, demo and benchmark CLI over the public API (the demo and the
         // outbox benchmark run against the in-process simulator).
-        .executableTarget(name: "chatvault", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator", "ChatVaultMatrix"], swiftSettings: strict),
+        .executableTarget(name: "chatvault", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator", "ChatVaultMatrix", "ChatVaultC", "CChatVault"], swiftSettings: strict),
 
         .testTarget(name: "VaultKeysTests", dependencies: ["VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultKeys", "CSQLCipher", "ChatVaultTesting"], swiftSettings: strict),
