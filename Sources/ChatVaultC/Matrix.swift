@@ -34,20 +34,7 @@ public func cvVaultNewMatrixSync(_ settingsJSON: UnsafePointer<CChar>?, _ homese
         return nil
     }
     guard let user = text(userId), user.hasPrefix("@"), user.contains(":") else { CError.invalid(out, "user_id must be a Matrix user id (@user:server)"); return nil }
-    let dispatcher = Dispatcher()
-    guard dispatcher.fd >= 0 else {
-        CError.set(out, domain: CError.library, code: "ERR_RESOURCES", message: "no event descriptor could be made")
-        return nil
-    }
-    let config: OfflineConfig
-    let settings: VaultSettings
-    do {
-        (config, settings) = try CSettings.parse(json, executor: .custom { work in dispatcher.post(work) })
-    } catch {
-        dispatcher.close()
-        CError.invalid(out, error.message)
-        return nil
-    }
+    guard let (dispatcher, config, settings) = VaultSetup.prepare(json, out) else { return nil }
     // Read now, on the caller's thread; the descriptor stays the caller's.
     let secret = password(from: passwordFd)
     let sessions = MatrixSessionStore(applicationId: settings.applicationId)
@@ -76,12 +63,5 @@ public func cvVaultNewMatrixSync(_ settingsJSON: UnsafePointer<CChar>?, _ homese
         }
         return nil
     }
-    do {
-        let vault = try OfflineVault(config: config, settings: settings, backend: MatrixBackend(homeserver: server, session: session))
-        return vaults.insert(VaultBox(vault: vault, dispatcher: dispatcher))
-    } catch {
-        dispatcher.close()
-        CError.set(out, domain: CError.library, code: "ERR_VAULT_SETUP", message: "\(error)")
-        return nil
-    }
+    return VaultSetup.finish(dispatcher, config, settings, backend: MatrixBackend(homeserver: server, session: session), out)
 }

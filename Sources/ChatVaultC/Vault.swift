@@ -219,34 +219,46 @@ enum CVersion {
     nonisolated(unsafe) static let text: UnsafePointer<CChar>? = UnsafePointer(strdup(chatVaultVersion))
 }
 
+/// The two halves every vault constructor shares: the dispatcher and the parsed settings, then
+/// the vault over a backend in the handle table (the dispatcher closed on any failure).
+enum VaultSetup {
+    static func prepare(_ json: String, _ out: ErrorOut) -> (Dispatcher, OfflineConfig, VaultSettings)? {
+        let dispatcher = Dispatcher()
+        guard dispatcher.fd >= 0 else {
+            CError.set(out, domain: CError.library, code: "ERR_RESOURCES", message: "no event descriptor could be made")
+            return nil
+        }
+        do {
+            let (config, settings) = try CSettings.parse(json, executor: .custom { work in dispatcher.post(work) })
+            return (dispatcher, config, settings)
+        } catch {
+            dispatcher.close()
+            CError.invalid(out, error.message)
+            return nil
+        }
+    }
+
+    static func finish(_ dispatcher: Dispatcher, _ config: OfflineConfig, _ settings: VaultSettings, backend: any ChatBackend,
+                       _ out: ErrorOut) -> OpaquePointer? {
+        do {
+            let vault = try OfflineVault(config: config, settings: settings, backend: backend)
+            return vaults.insert(VaultBox(vault: vault, dispatcher: dispatcher))
+        } catch {
+            dispatcher.close()
+            CError.set(out, domain: CError.library, code: "ERR_VAULT_SETUP", message: "\(error)")
+            return nil
+        }
+    }
+}
+
 @c(cv_vault_new_simulated)
 public func cvVaultNewSimulated(_ settingsJSON: UnsafePointer<CChar>?, _ simulator: OpaquePointer?, _ uid: UnsafePointer<CChar>?,
                                 _ out: ErrorOut) -> OpaquePointer? {
     guard let json = text(settingsJSON) else { CError.invalid(out, "the settings must be a UTF-8 JSON string"); return nil }
     guard let box = simulators.get(simulator) else { CError.invalid(out, "not a simulator handle"); return nil }
     guard let uid = text(uid), !uid.isEmpty else { CError.invalid(out, "uid must be a UTF-8 string"); return nil }
-    let dispatcher = Dispatcher()
-    guard dispatcher.fd >= 0 else {
-        CError.set(out, domain: CError.library, code: "ERR_RESOURCES", message: "no event descriptor could be made")
-        return nil
-    }
-    let config: OfflineConfig
-    let settings: VaultSettings
-    do {
-        (config, settings) = try CSettings.parse(json, executor: .custom { work in dispatcher.post(work) })
-    } catch {
-        dispatcher.close()
-        CError.invalid(out, error.message)
-        return nil
-    }
-    do {
-        let vault = try OfflineVault(config: config, settings: settings, backend: box.client(for: uid))
-        return vaults.insert(VaultBox(vault: vault, dispatcher: dispatcher))
-    } catch {
-        dispatcher.close()
-        CError.set(out, domain: CError.library, code: "ERR_VAULT_SETUP", message: "\(error)")
-        return nil
-    }
+    guard let (dispatcher, config, settings) = VaultSetup.prepare(json, out) else { return nil }
+    return VaultSetup.finish(dispatcher, config, settings, backend: box.client(for: uid), out)
 }
 
 @c(cv_vault_free)
