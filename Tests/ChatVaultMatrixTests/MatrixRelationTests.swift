@@ -337,7 +337,10 @@ final class MatrixRelationTests: XCTestCase {
         XCTAssertEqual(texts.first, "first, edited")
         XCTAssertEqual(texts.count, 26)
         let ids = page.items.compactMap { $0["id"]?.intValue }
-        XCTAssertEqual(ids, ids.sorted(), "ids follow each message's own time, not the time of the edit that named it first")
+        // The edited message's id follows its own time (before every filler), not the edit's. (Two
+        // fillers of one 16 ms may number newest first on a backward page: see the stop note.)
+        XCTAssertLessThan(try XCTUnwrap(ids.first), try XCTUnwrap(ids.dropFirst().min()),
+                          "ids follow each message's own time, not the time of the edit that named it first")
     }
 
     func testADirectInvitationAcceptedDuringTheCatchUpBringsTheRoomsWholeBacklog() async throws {
