@@ -136,76 +136,108 @@ final class SendCallback: @unchecked Sendable {
 
 let vaults = HandleTable<VaultBox>(tag: 0x5a)
 
-/// The settings JSON of `cv_vault_new_simulated`, every key checked.
+/// The settings JSON of the vault constructors, every key checked (chatvault.h lists them).
 enum CSettings {
     static let configKeys: Set<String> = [
         "enabled", "encryption", "encryptionFailureBehavior", "cacheDurationDays", "maxStorageSize", "maxMessagesPerConversation",
         "maxConversations", "maxPendingMessages", "autoSendPendingOnReconnect", "pendingQueueOverflowPolicy", "maxMediaCacheSize",
         "mediaCaching", "maxSnapshotQueries", "snapshotTtlDays",
     ]
-    static let settingKeys: Set<String> = ["applicationId", "applicationName", "rootDirectory", "keyStore", "keyDirectory"]
+    static let settingKeys: Set<String> = [
+        "applicationId", "applicationName", "rootDirectory", "keyStore", "keyDirectory", "secretServiceUnlockPrompt",
+        "secretServiceTimeoutMs", "retry", "reconnect", "escalationThreshold", "quarantine", "synchronousIntegrityCheckLimit",
+        "evictionDelayMs", "stableConnectionDelayMs", "sync", "media",
+    ]
+    static let retryKeys: Set<String> = ["initialDelayMs", "maximumDelayMs", "multiplier"]
+    static let quarantineKeys: Set<String> = ["maxEntries", "maxAgeDays"]
+    static let syncKeys: Set<String> = [
+        "pageSize", "maxPagesPerSweep", "maxFollowUpSweeps", "maxChangesPerPage", "forceCooldownMs", "flushWaitMs", "conversationPageSize",
+    ]
+    static let mediaKeys: Set<String> = ["maxFileBytes", "idleTimeoutMs", "backgroundConcurrency", "runtimeDirectory"]
 
-    struct Refused: Error { let message: String }
+    typealias Refused = JSONFields.Refused
 
     static func parse(_ text: String, executor: CallbackExecutor) throws(Refused) -> (OfflineConfig, VaultSettings) {
-        guard let json = try? JSONValue(jsonData: Data(text.utf8)), let object = json.objectValue else {
-            throw Refused(message: "the settings are not a JSON object")
-        }
-        for key in object.keys where !configKeys.contains(key) && !settingKeys.contains(key) {
-            throw Refused(message: "unknown settings key \(key.prefix(64))")
-        }
-        let b = OfflineConfig.Builder()
-        func bool(_ key: String) throws(Refused) -> Bool? {
-            guard let v = object[key] else { return nil }
-            guard let b = v.boolValue else { throw Refused(message: "\(key) must be true or false") }
-            return b
-        }
-        func int(_ key: String) throws(Refused) -> Int64? {
-            guard let v = object[key] else { return nil }
-            guard let n = v.intValue else { throw Refused(message: "\(key) must be a whole number") }
-            return n
-        }
-        func string(_ key: String) throws(Refused) -> String? {
-            guard let v = object[key] else { return nil }
-            guard let s = v.stringValue else { throw Refused(message: "\(key) must be a string") }
-            return s
-        }
-        func small(_ n: Int64) -> Int { Int(clamping: n) }
-        if let v = try bool("enabled") { b.setEnabled(v) }
-        if let v = try bool("encryption") { b.setEncryption(v) }
-        if let v = try string("encryptionFailureBehavior") {
-            guard let behavior = EncryptionFailureBehavior(rawValue: v) else { throw Refused(message: "encryptionFailureBehavior is onlineOnly or plaintextFallback") }
-            b.setEncryptionFailureBehavior(behavior)
-        }
-        if let v = try int("cacheDurationDays") { b.setCacheDurationDays(small(v)) }
-        if let v = try int("maxStorageSize") { b.setMaxStorageSize(v) }
-        if let v = try int("maxMessagesPerConversation") { b.setMaxMessagesPerConversation(small(v)) }
-        if let v = try int("maxConversations") { b.setMaxConversations(small(v)) }
-        if let v = try int("maxPendingMessages") { b.setMaxPendingMessages(small(v)) }
-        if let v = try bool("autoSendPendingOnReconnect") { b.setAutoSendPendingOnReconnect(v) }
-        if let v = try string("pendingQueueOverflowPolicy") {
-            guard let policy = PendingMessageOverflowPolicy(rawValue: v) else { throw Refused(message: "pendingQueueOverflowPolicy is dropOldest or rejectNewest") }
-            b.setPendingQueueOverflowPolicy(policy)
-        }
-        if let v = try int("maxMediaCacheSize") { b.setMaxMediaCacheSize(v) }
-        if let v = try string("mediaCaching") {
-            guard let mode = MediaCachingMode(rawValue: v) else { throw Refused(message: "mediaCaching is auto or off") }
-            b.setMediaCaching(mode)
-        }
-        if let v = try int("maxSnapshotQueries") { b.setMaxSnapshotQueries(small(v)) }
-        if let v = try int("snapshotTtlDays") { b.setSnapshotTtlDays(small(v)) }
+        let o = try JSONFields(text, allowed: configKeys.union(settingKeys), what: "the settings")
+        return (try config(o), try settings(o, executor: executor))
+    }
 
-        guard let app = try string("applicationId"), !app.isEmpty else { throw Refused(message: "applicationId is required") }
+    /// The seeds' OfflineConfig fields (the builder normalises their ranges, as it does in Swift).
+    static func config(_ o: JSONFields) throws(Refused) -> OfflineConfig {
+        let b = OfflineConfig.Builder()
+        func small(_ n: Int64) -> Int { Int(clamping: n) }
+        if let v = try o.bool("enabled") { b.setEnabled(v) }
+        if let v = try o.bool("encryption") { b.setEncryption(v) }
+        if let v = try o.choice("encryptionFailureBehavior", EncryptionFailureBehavior.self) { b.setEncryptionFailureBehavior(v) }
+        if let v = try o.int("cacheDurationDays") { b.setCacheDurationDays(small(v)) }
+        if let v = try o.int("maxStorageSize") { b.setMaxStorageSize(v) }
+        if let v = try o.int("maxMessagesPerConversation") { b.setMaxMessagesPerConversation(small(v)) }
+        if let v = try o.int("maxConversations") { b.setMaxConversations(small(v)) }
+        if let v = try o.int("maxPendingMessages") { b.setMaxPendingMessages(small(v)) }
+        if let v = try o.bool("autoSendPendingOnReconnect") { b.setAutoSendPendingOnReconnect(v) }
+        if let v = try o.choice("pendingQueueOverflowPolicy", PendingMessageOverflowPolicy.self) { b.setPendingQueueOverflowPolicy(v) }
+        if let v = try o.int("maxMediaCacheSize") { b.setMaxMediaCacheSize(v) }
+        if let v = try o.choice("mediaCaching", MediaCachingMode.self) { b.setMediaCaching(v) }
+        if let v = try o.int("maxSnapshotQueries") { b.setMaxSnapshotQueries(small(v)) }
+        if let v = try o.int("snapshotTtlDays") { b.setSnapshotTtlDays(small(v)) }
+        return b.build()
+    }
+
+    /// ChatVault's own VaultSettings: the app, the root, the key store, and the engine's timings.
+    static func settings(_ o: JSONFields, executor: CallbackExecutor) throws(Refused) -> VaultSettings {
+        guard let app = try o.string("applicationId"), !app.isEmpty else { throw Refused(message: "applicationId is required") }
         let keyStorage: [KeyStorageOption]
-        switch try string("keyStore") ?? "secretService" {
-        case "secretService": keyStorage = [.secretService()]
-        case "software": keyStorage = [.software(directory: try string("keyDirectory"))]
+        // Read whichever store is chosen, so a wrong value is refused even where it does not apply.
+        let unlockPrompt = try o.bool("secretServiceUnlockPrompt") ?? false
+        let timeout = try o.milliseconds("secretServiceTimeoutMs")
+        let keyDirectory = try o.string("keyDirectory")
+        switch try o.string("keyStore") ?? "secretService" {
+        case "secretService": keyStorage = [.secretService(unlockPrompt: unlockPrompt, timeout: timeout)]
+        case "software": keyStorage = [.software(directory: keyDirectory)]
         case "memory": keyStorage = [.custom(MemoryKeyStore())]
         default: throw Refused(message: "keyStore is secretService, software or memory")
         }
-        let settings = VaultSettings(applicationId: app, applicationName: try string("applicationName"),
-                                     rootDirectory: try string("rootDirectory"), keyStorage: keyStorage, callbackExecutor: executor)
-        return (b.build(), settings)
+        var s = VaultSettings(applicationId: app, applicationName: try o.string("applicationName"),
+                              rootDirectory: try o.string("rootDirectory"), keyStorage: keyStorage, callbackExecutor: executor)
+        guard s.hasValidApplicationId else { throw Refused(message: "applicationId must be a reverse-DNS id (letters, digits, . - _)") }
+        if let r = try retry(o, "retry") { s.retry = r }
+        if let r = try retry(o, "reconnect") { s.reconnect = r }
+        if let v = try o.int("escalationThreshold", in: 1...1000) { s.escalationThreshold = v }
+        if let q = try o.object("quarantine", allowed: quarantineKeys) {
+            s.quarantine = QuarantinePolicy(maxEntries: try q.int("maxEntries", in: 0...1000) ?? s.quarantine.maxEntries,
+                                            maxAgeDays: try q.int("maxAgeDays", in: 0...36_500) ?? Int(s.quarantine.maxAge / 86_400))
+        }
+        if let v = try o.int("synchronousIntegrityCheckLimit", in: 0...Int64.max) { s.synchronousIntegrityCheckLimit = Int64(v) }
+        if let v = try o.milliseconds("evictionDelayMs") { s.evictionDelay = v }
+        if let v = try o.milliseconds("stableConnectionDelayMs") { s.stableConnectionDelay = v }
+        if let y = try o.object("sync", allowed: syncKeys) {
+            if let v = try y.int("pageSize", in: 1...5000) { s.sync.pageSize = v }
+            if let v = try y.int("maxPagesPerSweep", in: 1...1_000_000) { s.sync.maxPagesPerSweep = v }
+            if let v = try y.int("maxFollowUpSweeps", in: 0...1_000_000) { s.sync.maxFollowUpSweeps = v }
+            if let v = try y.int("maxChangesPerPage", in: 1...1_000_000) { s.sync.maxChangesPerPage = v }
+            if let v = try y.milliseconds("forceCooldownMs") { s.sync.forceCooldown = v }
+            if let v = try y.milliseconds("flushWaitMs") { s.sync.flushWait = v }
+            if let v = try y.int("conversationPageSize", in: 1...50) { s.sync.conversationPageSize = v }
+        }
+        if let m = try o.object("media", allowed: mediaKeys) {
+            if let v = try m.int("maxFileBytes", in: 1...Int64.max) { s.media.maxFileBytes = Int64(v) }
+            if let v = try m.milliseconds("idleTimeoutMs") { s.media.idleTimeout = v }
+            if let v = try m.int("backgroundConcurrency", in: 1...8) { s.media.backgroundConcurrency = v }
+            if let v = try m.string("runtimeDirectory") { s.media.runtimeDirectory = v }
+        }
+        return s
+    }
+
+    /// A retry schedule: {"initialDelayMs", "maximumDelayMs", "multiplier" (1…100)}.
+    static func retry(_ o: JSONFields, _ key: String) throws(Refused) -> RetryPolicy? {
+        guard let r = try o.object(key, allowed: retryKeys) else { return nil }
+        let base = key == "retry" ? RetryPolicy() : VaultSettings(applicationId: "x").reconnect
+        let multiplier = try r.double("multiplier") ?? base.multiplier
+        guard (1...100).contains(multiplier) else { throw Refused(message: "\(key).multiplier is 1 to 100") }
+        let initial = try r.milliseconds("initialDelayMs") ?? base.initialDelay
+        let maximum = try r.milliseconds("maximumDelayMs") ?? base.maximumDelay
+        guard initial <= maximum else { throw Refused(message: "\(key).initialDelayMs is above maximumDelayMs") }
+        return RetryPolicy(initialDelay: initial, maximumDelay: maximum, multiplier: multiplier)
     }
 }
 

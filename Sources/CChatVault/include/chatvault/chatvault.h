@@ -123,6 +123,13 @@ bool cv_simulator_post_text(cv_simulator *simulator, const char *from_uid, cv_re
                             const char *receiver, const char *text, int64_t *id_out, cv_error **error);
 /* Takes a user's device off the network (online = false) or back. */
 bool cv_simulator_set_online(cv_simulator *simulator, const char *uid, bool online, cv_error **error);
+/* Adds a group (guid, display name) owned by `owner` (a uid, its admin; may be NULL). */
+bool cv_simulator_add_group(cv_simulator *simulator, const char *guid, const char *name, const char *owner, cv_error **error);
+/* Adds a user to a group as a participant. */
+bool cv_simulator_add_member(cv_simulator *simulator, const char *guid, const char *uid, cv_error **error);
+/* Posts a text as a reply in the thread of message `parent_id`; its id in *id_out (may be NULL). */
+bool cv_simulator_post_reply(cv_simulator *simulator, const char *from_uid, cv_receiver_type receiver_type, const char *receiver,
+                             int64_t parent_id, const char *text, int64_t *id_out, cv_error **error);
 
 /* ------------------------------------------------------------------------------------------ */
 /* The vault                                                                                    */
@@ -135,9 +142,20 @@ typedef struct cv_vault cv_vault;
  * "maxConversations", "maxPendingMessages", "autoSendPendingOnReconnect",
  * "pendingQueueOverflowPolicy": "dropOldest" | "rejectNewest", "maxMediaCacheSize", "mediaCaching":
  * "auto" | "off", "maxSnapshotQueries", "snapshotTtlDays") and the settings
- * ("applicationId" (required), "applicationName", "rootDirectory", "keyStore": "secretService" |
- * "software" | "memory", "keyDirectory" (software)). Unknown keys are refused. The simulator must
- * outlive the vault. Free with cv_vault_free(). */
+ * ("applicationId" (required, reverse-DNS), "applicationName", "rootDirectory", "keyStore":
+ * "secretService" | "software" | "memory", "keyDirectory" (software), "secretServiceUnlockPrompt"
+ * (ask the desktop to unlock a locked keyring), "secretServiceTimeoutMs", "retry" and "reconnect"
+ * (each {"initialDelayMs", "maximumDelayMs", "multiplier" (1…100)}: the backoff while the cache is
+ * unavailable, and while the server cannot be reached), "escalationThreshold" (1…1000),
+ * "quarantine": {"maxEntries", "maxAgeDays"}, "synchronousIntegrityCheckLimit" (bytes),
+ * "evictionDelayMs", "stableConnectionDelayMs", "sync": {"pageSize" (1…5000), "maxPagesPerSweep",
+ * "maxFollowUpSweeps", "maxChangesPerPage", "forceCooldownMs", "flushWaitMs",
+ * "conversationPageSize" (1…50)}, "media": {"maxFileBytes", "idleTimeoutMs",
+ * "backgroundConcurrency" (1…8), "runtimeDirectory"}). Unknown keys (at any depth), wrong types
+ * and out-of-range values are refused (CV_ERROR_DOMAIN_ARGUMENT); the OfflineConfig fields are
+ * normalised as the Swift builder does. Callbacks always go through cv_vault_dispatch(): the C
+ * API has no other callback executor. The simulator must outlive the vault. Free with
+ * cv_vault_free(). */
 cv_vault *cv_vault_new_simulated(const char *settings_json, cv_simulator *simulator, const char *uid, cv_error **error);
 
 /* A vault over a Matrix homeserver for `user_id` (@user:server), with the same settings JSON.
@@ -201,6 +219,65 @@ char *cv_vault_get_pending_messages_sync(cv_vault *vault, cv_error **error);
  * "conversationType": "user" | "group", "with" (the uid or guid), "unreadMessageCount",
  * "updatedAt", "lastMessage": message | null}. */
 char *cv_vault_fetch_conversations_sync(cv_vault *vault, int limit, cv_error **error);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Paged reads and lookups                                                                      */
+
+/* What a cv_request lists. */
+typedef enum cv_request_kind {
+    CV_REQUEST_MESSAGES = 0,      /* MessagesRequest: pages both ways */
+    CV_REQUEST_CONVERSATIONS = 1, /* ConversationRequest */
+    CV_REQUEST_THREADS = 2,       /* ThreadsRequest */
+    CV_REQUEST_USERS = 3,         /* UsersRequest */
+    CV_REQUEST_GROUPS = 4,        /* GroupsRequest */
+    CV_REQUEST_GROUP_MEMBERS = 5  /* GroupMembersRequest */
+} cv_request_kind;
+
+/* A paged, two-phase read that remembers where it is (the seeds' request objects): each fetch
+ * continues from the last one. Free with cv_request_free(); it holds no reference that keeps
+ * its vault alive: once the vault is freed, a fetch is refused (CV_ERROR_DOMAIN_ARGUMENT). */
+typedef struct cv_request cv_request;
+
+/* A request of `kind` over `vault`, from a JSON object of the builder's settings (unknown keys,
+ * wrong types and out-of-range values are refused with CV_ERROR_DOMAIN_ARGUMENT):
+ * - messages: "uid" | "guid", "limit" (1…100), "timestamp", "messageId", "parentMessageId",
+ *   "unread", "hideReplies", "hideDeleted", "hideMessagesFromBlockedUsers", "categories" [..],
+ *   "types" [..], "searchKeyword", "updatedAfter", "updatesOnly", "withParent", "tags" [..],
+ *   "withTags";
+ * - conversations: "limit" (1…50), "conversationType": "user" | "group", "tags", "withTags",
+ *   "userTags", "groupTags", "withUserAndGroupTags", "includeBlockedUsers", "withBlockedInfo",
+ *   "searchKeyword", "unread";
+ * - threads: "uid" | "guid", "limit" (1…100), "participatedByMe";
+ * - users: "limit" (1…100), "searchKeyword", "searchIn" [..], "status": "online" | "offline" |
+ *   "available", "hideBlockedUsers", "roles" [..], "friendsOnly", "tags", "withTags", "uids" [..],
+ *   "sortBy", "sortOrder": "asc" | "desc";
+ * - groups: "limit" (1…100), "searchKeyword", "joinedOnly", "tags", "withTags";
+ * - group members: "guid" (required), "limit" (1…100), "searchKeyword", "scopes" [..], "status".
+ * "{}" takes every default. */
+cv_request *cv_request_new(cv_vault *vault, cv_request_kind kind, const char *query_json, cv_error **error);
+void cv_request_free(cv_request *request);
+
+/* The next page, both phases, as the JSON object of cv_vault_fetch_messages_sync ({"cached",
+ * "server", "serverError"}; "cached" is null when offline support is off, "server" null when the
+ * server phase failed, with its error in "serverError"). Items: messages and conversations as
+ * documented above; threads {"parentMessageId", "parentMessage": message, "replyCount",
+ * "lastReply": message | null, "conversationId", "receiverType", "receiver", "isSubscribed",
+ * "unreadReplyCount", "updatedAt"}; users {"uid", "name", "avatar", "role", "statusMessage",
+ * "status", "lastActiveAt", "blockedByMe", "hasBlockedMe", "tags", "metadata"?}, members the same
+ * with "scope", "joinedAt", "guid"; groups {"guid", "name", "icon", "description", "owner",
+ * "type", "scope", "hasJoined", "membersCount", "createdAt", "updatedAt", "joinedAt", "tags",
+ * "metadata"?}. cv_free the result; NULL with *error for a bad handle. A second fetch while one
+ * is in flight answers ERROR_REQUEST_IN_PROGRESS in "serverError". */
+char *cv_request_fetch_next_sync(cv_request *request, cv_error **error);
+/* The previous (older) page of a message request; other kinds are refused. */
+char *cv_request_fetch_previous_sync(cv_request *request, cv_error **error);
+
+/* One message by its server id, both phases: {"cached": message | null, "server": message | null,
+ * "serverError": {"code", "message"} | null} (cv_free). */
+char *cv_vault_get_message_sync(cv_vault *vault, int64_t message_id, cv_error **error);
+/* The conversation with a user (CV_RECEIVER_USER, a uid) or a group (a guid), both phases, as
+ * cv_vault_get_message_sync answers (items as cv_vault_fetch_conversations_sync's). */
+char *cv_vault_get_conversation_sync(cv_vault *vault, cv_receiver_type type, const char *with, cv_error **error);
 
 /* Retries an unsent message now (by its localMessageId). */
 bool cv_vault_retry_message_sync(cv_vault *vault, const char *local_id, cv_error **error);
