@@ -12,7 +12,7 @@
 
 Errors raise ChatVaultError (its .domain and .code are the C error's). Callbacks run only when the
 vault is dispatched: vault.attach_asyncio() (the running loop reads the vault's descriptor) or
-vault.dispatch() from your own loop (GLib: GLib.unix_fd_add_full on vault.fileno()).
+vault.dispatch() from your own loop; vault.attach_glib(context) for a GLib main context.
 
 The library is found through CHATVAULT_LIBRARY (a path), else pkg-config's libdir for chatvault,
 else the system's loader.
@@ -108,6 +108,12 @@ _pending = _sig("cv_vault_get_pending_messages_sync", ctypes.c_void_p, _V, _Erro
 _add_reset = _sig("cv_vault_add_reset_listener", ctypes.c_uint, _V, _RESET, ctypes.c_void_p, _DESTROY, _ErrorOut)
 _add_message = _sig("cv_vault_add_message_listener", ctypes.c_uint, _V, _MESSAGE, ctypes.c_void_p, _DESTROY, _ErrorOut)
 _remove = _sig("cv_vault_remove_listener", ctypes.c_bool, _V, ctypes.c_uint, _ErrorOut)
+_request_new = _sig("cv_request_new", _V, _V, ctypes.c_int, ctypes.c_char_p, _ErrorOut)
+_request_free = _sig("cv_request_free", None, _V)
+_request_next = _sig("cv_request_fetch_next_sync", ctypes.c_void_p, _V, _ErrorOut)
+_request_previous = _sig("cv_request_fetch_previous_sync", ctypes.c_void_p, _V, _ErrorOut)
+_get_message = _sig("cv_vault_get_message_sync", ctypes.c_void_p, _V, ctypes.c_int64, _ErrorOut)
+_get_conversation = _sig("cv_vault_get_conversation_sync", ctypes.c_void_p, _V, ctypes.c_int, ctypes.c_char_p, _ErrorOut)
 _fd = _sig("cv_vault_get_fd", ctypes.c_int, _V)
 _dispatch = _sig("cv_vault_dispatch", ctypes.c_uint, _V)
 
@@ -173,6 +179,36 @@ class Simulator:
         self.close()
 
 
+class Request:
+    """A paged, two-phase read (cv_request) that remembers where it is: made by Vault.request()."""
+
+    KINDS = {"messages": 0, "conversations": 1, "threads": 2, "users": 3, "groups": 4, "members": 5}
+
+    def __init__(self, vault, kind, query):
+        if kind not in self.KINDS:
+            raise ValueError("kind is one of " + ", ".join(self.KINDS))
+        self._handle = _call(_request_new, vault._handle, self.KINDS[kind], _b(json.dumps(query)))
+
+    def fetch_next(self):
+        """{"cached": [...] | None, "server": [...] | None, "serverError": {...} | None}."""
+        return json.loads(_text(_call(_request_next, self._handle)))
+
+    def fetch_previous(self):
+        """The previous (older) page of a message request."""
+        return json.loads(_text(_call(_request_previous, self._handle)))
+
+    def close(self):
+        if self._handle:
+            _request_free(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 class Vault:
     """A vault over a simulator's device (cv_vault). Keyword arguments are the settings JSON."""
 
@@ -205,6 +241,17 @@ class Vault:
 
     def pending_messages(self):
         return json.loads(_text(_call(_pending, self._handle)))
+
+    def request(self, kind, **query):
+        """A paged read: kind is messages, conversations, threads, users, groups or members;
+        the keyword arguments are the query's keys (chatvault.h, cv_request_new)."""
+        return Request(self, kind, query)
+
+    def get_message(self, message_id):
+        return json.loads(_text(_call(_get_message, self._handle, message_id)))
+
+    def get_conversation(self, with_id, group=False):
+        return json.loads(_text(_call(_get_conversation, self._handle, GROUP if group else USER, _b(with_id))))
 
     # -- callbacks
     def _keep(self, *callbacks):
@@ -274,11 +321,24 @@ class Vault:
         self._loop = loop or asyncio.get_running_loop()
         self._loop.add_reader(self.fileno(), self.dispatch)
 
+    def attach_glib(self, context=None):
+        """Dispatches on a GLib main context (the default one when None) whenever callbacks are
+        due, as chatvault-glib.h does for C: a GTK app's callbacks then run on its main loop."""
+        from gi.repository import GLib
+        source = GLib.unix_fd_source_new(self.fileno(), GLib.IOCondition.IN)
+        source.set_callback(lambda *_: (self.dispatch(), GLib.SOURCE_CONTINUE)[1])
+        source.attach(context)
+        self._glib_source = source
+        return source
+
     def close(self):
         if self._handle:
             if self._loop is not None:
                 self._loop.remove_reader(self.fileno())
                 self._loop = None
+            if getattr(self, "_glib_source", None) is not None:
+                self._glib_source.destroy()
+                self._glib_source = None
             _vault_free(self._handle)
             self._handle = None
             self._callbacks.clear()

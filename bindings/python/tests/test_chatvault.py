@@ -107,3 +107,69 @@ def test_the_reset_listener_hears_a_lost_key(server, tmp_path):
         state, detail = vault.login("alice")
         assert state == chatvault.OpenState.READY, detail
         assert resets == [(chatvault.ResetReason.KEY_LOST, 0)] or resets == [(chatvault.ResetReason.KEY_LOST, -1)]
+
+
+def test_sends_and_realtime_on_a_glib_main_loop(server, tmp_path):
+    """Callbacks on a GLib main context of the app's choosing, on the thread that runs its loop."""
+    import threading
+
+    from gi.repository import GLib
+
+    context = GLib.MainContext.new()
+    loop = GLib.MainLoop.new(context, False)
+    threads, stages, heard = set(), [], []
+    with chatvault.Vault(server, "alice", **settings(tmp_path)) as vault:
+        vault.attach_glib(context)
+        vault.on_message(lambda event, message: (threads.add(threading.get_ident()), heard.append(message.get("text"))))
+        assert vault.login("alice")[0] == chatvault.OpenState.READY
+
+        def stage(name, message, error):
+            threads.add(threading.get_ident())
+            stages.append(name)
+            if name == "sent":
+                server.post_text("bob", "alice", "answer on the loop")
+
+        vault.send_text("bob", "hi over glib", on_stage=stage)
+        deadline = GLib.get_monotonic_time() + 20_000_000
+
+        def done():
+            if "answer on the loop" in heard or GLib.get_monotonic_time() > deadline:
+                loop.quit()
+                return GLib.SOURCE_REMOVE
+            return GLib.SOURCE_CONTINUE
+
+        timer = GLib.timeout_source_new(20)
+        timer.set_callback(lambda *_: done())
+        timer.attach(context)
+        loop.run()
+        assert stages == ["pending", "sent"]
+        assert "answer on the loop" in heard
+        assert threads == {threading.get_ident()}
+        # Nothing is dispatched while the context does not run: the default context never sees it.
+        server.post_text("bob", "alice", "while the loop is stopped")
+        GLib.MainContext.default().iteration(False)
+        assert "while the loop is stopped" not in heard
+
+
+def test_paged_reads_both_ways_and_lookups(server, tmp_path):
+    ids = [server.post_text("bob", "alice", f"m{i}") for i in range(25)]
+    with chatvault.Vault(server, "alice", **settings(tmp_path)) as vault:
+        assert vault.login("alice")[0] == chatvault.OpenState.READY
+        with vault.request("messages", uid="bob", limit=10) as older:
+            pages = [older.fetch_previous()["server"] for _ in range(3)]
+        assert [len(p) for p in pages] == [10, 10, 5]
+        assert sorted(m["id"] for p in pages for m in p) == ids
+        with vault.request("messages", uid="bob", limit=10, messageId=ids[4]) as newer:
+            assert [m["id"] for m in newer.fetch_next()["server"]] == ids[5:15]
+        with vault.request("users") as users:
+            assert {u["uid"] for u in users.fetch_next()["server"]} >= {"bob"}
+        with pytest.raises(chatvault.ChatVaultError) as refused:
+            vault.request("messages", uid="bob", limit=1000)
+        assert refused.value.code == "ERR_INVALID_ARGUMENT"
+        found = vault.get_message(ids[-1])
+        assert found["cached"]["text"] == "m24" and found["server"]["id"] == ids[-1]
+        online = vault.get_conversation("bob")
+        assert online["server"]["with"] == "bob" and online["serverError"] is None
+        server.set_online("alice", False)
+        offline = vault.get_conversation("bob")
+        assert offline["cached"]["with"] == "bob" and offline["serverError"]["code"] == "ERROR_INTERNET_UNAVAILABLE"
