@@ -1,7 +1,13 @@
-/* A small terminal chat client in C on a GLib main loop, over libchatvault and its simulator.
+/* A small terminal chat client in C on a GLib main loop, over libchatvault: against its simulator,
+ * or against a Matrix homeserver.
  *
  *     cc chat.c $(pkg-config --cflags --libs chatvault glib-2.0) -o chat
  *     ./chat --dir ~/.local/share/example-chat --user alice --peer bob
+ *     ./chat --dir DIR --homeserver https://matrix.example.org --user @alice:example.org \
+ *            --peer @bob:example.org [--password-fd 3] 3<password-file
+ *
+ * With --homeserver the session is kept in the Secret Service after the first sign-in; the
+ * password is read from the descriptor only when there is none (never from the command line).
  *
  * Commands on standard input, one per line:
  *     /read            the conversation: the cached page at once, then the server's
@@ -21,7 +27,7 @@
 
 typedef struct {
     GMainLoop *loop;
-    cv_simulator *server;
+    cv_simulator *server; /* NULL against a homeserver */
     cv_vault *vault;
     const char *user, *peer;
     GString *input;
@@ -75,7 +81,7 @@ static void on_send(const char *stage, const char *message_json, const cv_error 
         printf("send: %s\n", strcmp(error->code, "ERROR_INTERNET_UNAVAILABLE") == 0 ? "queued (offline)" : error->code);
     else
         printf("send: %s\n", stage);
-    if (strcmp(stage, "sent") == 0) {
+    if (strcmp(stage, "sent") == 0 && c->server != NULL) {
         reply *r = g_new0(reply, 1);
         r->c = c;
         r->text = g_strdup("got it");
@@ -108,6 +114,8 @@ static void command(chat *c, const char *line) {
             printf("send refused: %s\n", error->code);
             cv_error_free(error);
         }
+    } else if ((strcmp(line, "/offline") == 0 || strcmp(line, "/online") == 0) && c->server == NULL) {
+        printf("the network is the real one against a homeserver\n");
     } else if (strcmp(line, "/offline") == 0 || strcmp(line, "/online") == 0) {
         cv_simulator_set_online(c->server, c->user, line[2] == 'n', NULL);
         printf("%s\n", line + 1);
@@ -144,21 +152,26 @@ static gboolean on_input(gint fd, GIOCondition condition, gpointer data) {
 }
 
 int main(int argc, char **argv) {
-    const char *dir = NULL, *user = "alice", *peer = "bob";
+    const char *dir = NULL, *user = "alice", *peer = "bob", *homeserver = NULL;
+    int password_fd = -1;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--dir") == 0) dir = argv[i + 1];
         else if (strcmp(argv[i], "--user") == 0) user = argv[i + 1];
         else if (strcmp(argv[i], "--peer") == 0) peer = argv[i + 1];
+        else if (strcmp(argv[i], "--homeserver") == 0) homeserver = argv[i + 1];
+        else if (strcmp(argv[i], "--password-fd") == 0) password_fd = atoi(argv[i + 1]);
     }
     if (dir == NULL) {
-        fprintf(stderr, "usage: chat --dir DIR [--user U] [--peer P]\n");
+        fprintf(stderr, "usage: chat --dir DIR [--user U] [--peer P] [--homeserver URL [--password-fd N]]\n");
         return 2;
     }
-    chat c = { .loop = g_main_loop_new(NULL, FALSE), .server = cv_simulator_new(1), .user = user, .peer = peer,
-               .input = g_string_new(NULL) };
-    cv_simulator_add_user(c.server, user, user, NULL);
-    cv_simulator_add_user(c.server, peer, peer, NULL);
-    cv_simulator_post_text(c.server, peer, CV_RECEIVER_USER, user, "welcome", NULL, NULL);
+    chat c = { .loop = g_main_loop_new(NULL, FALSE), .server = homeserver == NULL ? cv_simulator_new(1) : NULL, .user = user,
+               .peer = peer, .input = g_string_new(NULL) };
+    if (c.server != NULL) {
+        cv_simulator_add_user(c.server, user, user, NULL);
+        cv_simulator_add_user(c.server, peer, peer, NULL);
+        cv_simulator_post_text(c.server, peer, CV_RECEIVER_USER, user, "welcome", NULL, NULL);
+    }
 
     /* The cache's key in the desktop's Secret Service (a software key file beside it would
      * protect nothing); keyStore "software" with a keyDirectory outside DIR where there is none. */
@@ -169,10 +182,13 @@ int main(int argc, char **argv) {
                                       g_getenv("CHAT_KEY_DIR") != NULL ? g_getenv("CHAT_KEY_DIR") : "",
                                       g_getenv("CHAT_KEY_DIR") != NULL ? "\"" : "");
     cv_error *error = NULL;
-    c.vault = cv_vault_new_simulated(settings, c.server, user, &error);
+    if (c.server != NULL)
+        c.vault = cv_vault_new_simulated(settings, c.server, user, &error);
+    else
+        c.vault = cv_vault_new_matrix_sync(settings, homeserver, user, password_fd, &error);
     g_free(settings);
     if (c.vault == NULL) {
-        fprintf(stderr, "chat: %s\n", error->message);
+        fprintf(stderr, "chat: %s (%s)\n", error->message, error->code);
         cv_error_free(error);
         return 1;
     }

@@ -40,7 +40,7 @@ final class MessageCallback: CometChatMessageDelegate, CListener, @unchecked Sen
 
     private func call(_ event: String, _ message: BaseMessage) {
         guard state.isLive else { return }
-        let json = CModels.text(CModels.message(message))
+        let json = CModels.messageText(message)
         event.withCString { e in json.withCString { m in callback(e, m, state.userData.pointer) } }
     }
 
@@ -68,7 +68,7 @@ final class OutboxCallback: OutboxListener, CListener, @unchecked Sendable {
 
     private func call(_ event: String, _ message: BaseMessage, _ reason: String?) {
         guard state.isLive else { return }
-        let json = CModels.text(CModels.message(message))
+        let json = CModels.messageText(message)
         event.withCString { e in
             json.withCString { m in
                 if let reason { reason.withCString { r in callback(e, m, r, state.userData.pointer) } } else { callback(e, m, nil, state.userData.pointer) }
@@ -104,7 +104,7 @@ public func cvVaultFetchConversationsSync(_ vault: OpaquePointer?, _ limit: Int3
     let engine = box.vault
     let json = waitDispatching(box.dispatcher) { () async -> String in
         let result = await ConversationRequest.ConversationRequestBuilder(limit: Int(limit), vault: engine).build().fetchNext()
-        return CModels.text(CModels.phases(cached: result.cached, server: result.server, CModels.conversation))
+        return CModels.phases(cached: result.cached, server: result.server, CModels.conversation)
     }
     return owned(json)
 }

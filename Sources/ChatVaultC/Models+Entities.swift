@@ -1,76 +1,61 @@
 import ChatVault
 
 /// Users, groups, members and threads as the JSON text the C API documents (chatvault.h, "Paged
-/// reads"): the public fields of the Swift models, translated, nothing computed here.
+/// reads"): the public fields of the Swift models, translated, keys in sorted order.
 extension CModels {
-    static func user(_ u: User) -> JSONValue {
-        var o: [String: JSONValue] = [
-            "uid": .string(u.uid),
-            "name": u.name.map { .string($0) } ?? .null,
-            "avatar": u.avatar.map { .string($0) } ?? .null,
-            "role": u.role.map { .string($0) } ?? .null,
-            "statusMessage": u.statusMessage.map { .string($0) } ?? .null,
-            "status": .string(u.status.rawValue),
-            "lastActiveAt": .double(u.lastActiveAt),
-            "blockedByMe": .bool(u.blockedByMe),
-            "hasBlockedMe": .bool(u.hasBlockedMe),
-            "tags": .array(u.tags.map { .string($0) }),
-        ]
-        if let metadata = u.metadata { o["metadata"] = metadata }
-        if let member = u as? GroupMember {
-            o["scope"] = .string(member.scope.rawValue)
-            o["joinedAt"] = .int(Int64(member.joinedAt))
-            o["guid"] = .string(member.guid)
-        }
-        return .object(o)
+    static func user(_ u: User, _ w: inout JSONWriter) {
+        let member = u as? GroupMember
+        w.open()
+        w.key("avatar"); w.string(u.avatar)
+        w.key("blockedByMe"); w.bool(u.blockedByMe)
+        if let member { w.key("guid"); w.string(member.guid) }
+        w.key("hasBlockedMe"); w.bool(u.hasBlockedMe)
+        if let member { w.key("joinedAt"); w.int(member.joinedAt) }
+        w.key("lastActiveAt"); w.double(u.lastActiveAt)
+        if let metadata = u.metadata { w.key("metadata"); w.value(metadata) }
+        w.key("name"); w.string(u.name)
+        w.key("role"); w.string(u.role)
+        if let member { w.key("scope"); w.string(member.scope.rawValue) }
+        w.key("status"); w.string(u.status.rawValue)
+        w.key("statusMessage"); w.string(u.statusMessage)
+        w.key("tags"); w.array(u.tags) { t, w in w.string(t) }
+        w.key("uid"); w.string(u.uid)
+        w.close()
     }
 
-    static func group(_ g: Group) -> JSONValue {
-        var o: [String: JSONValue] = [
-            "guid": .string(g.guid),
-            "name": g.name.map { .string($0) } ?? .null,
-            "icon": g.icon.map { .string($0) } ?? .null,
-            "description": g.groupDescription.map { .string($0) } ?? .null,
-            "owner": g.owner.map { .string($0) } ?? .null,
-            "type": .string(g.groupType.rawValue),
-            "scope": .string(g.scope.rawValue),
-            "hasJoined": .bool(g.hasJoined),
-            "membersCount": .int(Int64(g.membersCount)),
-            "createdAt": .int(Int64(g.createdAt)),
-            "updatedAt": .int(Int64(g.updatedAt)),
-            "joinedAt": .int(Int64(g.joinedAt)),
-            "tags": .array(g.tags.map { .string($0) }),
-        ]
-        if let metadata = g.metadata { o["metadata"] = metadata }
-        return .object(o)
+    static func group(_ g: Group, _ w: inout JSONWriter) {
+        w.open()
+        w.key("createdAt"); w.int(g.createdAt)
+        w.key("description"); w.string(g.groupDescription)
+        w.key("guid"); w.string(g.guid)
+        w.key("hasJoined"); w.bool(g.hasJoined)
+        w.key("icon"); w.string(g.icon)
+        w.key("joinedAt"); w.int(g.joinedAt)
+        w.key("membersCount"); w.int(g.membersCount)
+        if let metadata = g.metadata { w.key("metadata"); w.value(metadata) }
+        w.key("name"); w.string(g.name)
+        w.key("owner"); w.string(g.owner)
+        w.key("scope"); w.string(g.scope.rawValue)
+        w.key("tags"); w.array(g.tags) { t, w in w.string(t) }
+        w.key("type"); w.string(g.groupType.rawValue)
+        w.key("updatedAt"); w.int(g.updatedAt)
+        w.close()
     }
 
-    static func thread(_ t: MessageThread) -> JSONValue {
-        .object([
-            "parentMessageId": .int(Int64(t.parentMessageId)),
-            "parentMessage": message(t.parentMessage),
-            "replyCount": .int(Int64(t.replyCount)),
-            "lastReply": t.lastReply.map(message) ?? .null,
-            "conversationId": .string(t.conversationId),
-            "receiverType": .string(t.receiverType.rawValue),
-            "receiver": .string(t.receiverUid),
-            "isSubscribed": .bool(t.isSubscribed),
-            "unreadReplyCount": t.unreadReplyCount.map { .int(Int64($0)) } ?? .null,
-            "updatedAt": .double(t.updatedAt),
-        ])
-    }
-
-    /// A lookup's result: {"cached": item | null, "server": item | null, "serverError": {...} | null}.
-    static func lookup<Item>(cached: Item?, server: Result<Item?, CometChatException>, _ render: (Item) -> JSONValue) -> JSONValue {
-        var o: [String: JSONValue] = ["cached": cached.map(render) ?? .null]
-        switch server {
-        case .success(let item):
-            o["server"] = item.map(render) ?? .null
-            o["serverError"] = .null
-        case .failure(let error):
-            o["server"] = .null
-            o["serverError"] = ["code": .string(error.errorCode), "message": .string(error.errorDescription)]
-        }
-        return .object(o)
+    static func thread(_ t: MessageThread, _ w: inout JSONWriter) {
+        w.open()
+        w.key("conversationId"); w.string(t.conversationId)
+        w.key("isSubscribed"); w.bool(t.isSubscribed)
+        w.key("lastReply")
+        if let last = t.lastReply { message(last, &w) } else { w.null() }
+        w.key("parentMessage"); message(t.parentMessage, &w)
+        w.key("parentMessageId"); w.int(t.parentMessageId)
+        w.key("receiver"); w.string(t.receiverUid)
+        w.key("receiverType"); w.string(t.receiverType.rawValue)
+        w.key("replyCount"); w.int(t.replyCount)
+        w.key("unreadReplyCount")
+        if let n = t.unreadReplyCount { w.int(n) } else { w.null() }
+        w.key("updatedAt"); w.double(t.updatedAt)
+        w.close()
     }
 }

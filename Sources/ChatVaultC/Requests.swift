@@ -192,22 +192,22 @@ private func fetch(_ request: OpaquePointer?, previous: Bool, _ out: ErrorOut) -
         switch read {
         case .messages(let r):
             let page = previous ? await r.fetchPrevious() : await r.fetchNext()
-            return CModels.text(CModels.phases(cached: page.cached, server: page.server, CModels.message))
+            return CModels.phases(cached: page.cached, server: page.server, CModels.message)
         case .conversations(let r):
             let page = await r.fetchNext()
-            return CModels.text(CModels.phases(cached: page.cached, server: page.server, CModels.conversation))
+            return CModels.phases(cached: page.cached, server: page.server, CModels.conversation)
         case .threads(let r):
             let page = await r.fetchNext()
-            return CModels.text(CModels.phases(cached: page.cached, server: page.server, CModels.thread))
+            return CModels.phases(cached: page.cached, server: page.server, CModels.thread)
         case .users(let r):
             let page = await r.fetchNext()
-            return CModels.text(CModels.phases(cached: page.cached, server: page.server, CModels.user))
+            return CModels.phases(cached: page.cached, server: page.server, CModels.user)
         case .groups(let r):
             let page = await r.fetchNext()
-            return CModels.text(CModels.phases(cached: page.cached, server: page.server, CModels.group))
+            return CModels.phases(cached: page.cached, server: page.server, CModels.group)
         case .members(let r):
             let page = await r.fetchNext()
-            return CModels.text(CModels.phases(cached: page.cached, server: page.server, CModels.user))
+            return CModels.phases(cached: page.cached, server: page.server, CModels.user)
         }
     }
     return owned(json)
@@ -230,7 +230,7 @@ public func cvVaultGetMessageSync(_ vault: OpaquePointer?, _ messageId: Int64, _
     let engine = box.vault
     let json = waitDispatching(box.dispatcher) { () async -> String in
         let (cached, server) = await engine.getMessageDetails(Int(messageId))
-        return CModels.text(CModels.lookup(cached: cached, server: server, CModels.message))
+        return CModels.lookup(cached: cached, server: server, CModels.message)
     }
     return owned(json)
 }
@@ -245,7 +245,7 @@ public func cvVaultGetConversationSync(_ vault: OpaquePointer?, _ type: cv_recei
     let conversationType: ConversationType = receiverType == .group ? .group : .user
     let json = waitDispatching(box.dispatcher) { () async -> String in
         let (cached, server) = await engine.getConversation(conversationWith: with, conversationType: conversationType)
-        return CModels.text(CModels.lookup(cached: cached, server: server, CModels.conversation))
+        return CModels.lookup(cached: cached, server: server, CModels.conversation)
     }
     return owned(json)
 }

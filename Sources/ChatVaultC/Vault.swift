@@ -110,7 +110,7 @@ final class SendCallback: @unchecked Sendable {
 
     func stage(_ name: String, _ message: BaseMessage, _ error: CometChatException?) {
         guard state.isLive else { return }
-        let json = CModels.text(CModels.message(message))
+        let json = CModels.messageText(message)
         let userData = state.userData.pointer
         name.withCString { stage in
             json.withCString { text in
@@ -384,7 +384,7 @@ public func cvVaultFetchMessagesSync(_ vault: OpaquePointer?, _ receiverType: cv
         let builder = MessagesRequest.MessageRequestBuilder(vault: engine).set(limit: Int(limit))
         if type == .group { builder.set(guid: receiver) } else { builder.set(uid: receiver) }
         let result = await builder.build().fetchPrevious()
-        return CModels.text(CModels.phases(cached: result.cached, server: result.server, CModels.message))
+        return CModels.phases(cached: result.cached, server: result.server, CModels.message)
     }
     return owned(json)
 }
@@ -424,7 +424,7 @@ public func cvVaultGetPendingMessagesSync(_ vault: OpaquePointer?, _ out: ErrorO
     let engine = box.vault
     let answer = waitDispatching(box.dispatcher) { () async -> Result<String, CometChatException> in
         do throws(CometChatException) {
-            return .success(CModels.text(.array(try await engine.pendingMessages().map(CModels.message))))
+            return .success(CModels.arrayText(try await engine.pendingMessages(), CModels.message))
         } catch {
             return .failure(error)
         }

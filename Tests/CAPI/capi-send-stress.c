@@ -11,31 +11,44 @@
  *     refused <local id>   the outbox was full (nothing committed)
  *     sent <local id>      the server has it (this run's or an earlier run's message)
  *     done                 the outbox is empty
+ * (pending and refused lines end with " <text>": each message's text is unique, "stress RUN-I").
  *
- *     capi-send-stress ROOT KEYDIR COUNT OFFSET
+ *     capi-send-stress ROOT KEYDIR COUNT RUN
  *
- * The simulator lives in this process, so each run's server is new and numbers its messages from
- * 1: OFFSET messages between two other users come first, so that no two runs give the same id to
- * different messages (a real server never reuses one). */
+ * Against the in-process simulator, each run's server is new and numbers its messages from 1:
+ * RUN messages between two other users come first, so that no two runs give the same id to
+ * different messages (a real server never reuses one). With CHATVAULT_STRESS_HOMESERVER,
+ * CHATVAULT_STRESS_USER and CHATVAULT_STRESS_PEER set, the vault is a Matrix one over that
+ * homeserver instead (its session kept in the Secret Service; the password read from descriptor
+ * 3 when it is open), so the messages can be counted on the server afterwards. */
 #define _POSIX_C_SOURCE 200809L
 #include <chatvault/chatvault.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static void emit(const char *what, const char *json) {
+/* Prints "WHAT LOCALID" (and " TEXT" when with_text) for a message's JSON. */
+static void emit_line(const char *what, const char *json, int with_text) {
     char line[512];
     const char *id = json != NULL ? strstr(json, "\"localMessageId\":\"") : NULL;
     if (id == NULL)
         return;
     id += strlen("\"localMessageId\":\"");
     int n = (int)strcspn(id, "\"");
-    int len = snprintf(line, sizeof line, "%s %.*s\n", what, n, id);
+    const char *text = with_text ? strstr(json, "\"text\":\"") : NULL;
+    int t = text != NULL ? (int)strcspn(text + 8, "\"") : 0;
+    int len = text != NULL ? snprintf(line, sizeof line, "%s %.*s %.*s\n", what, n, id, t, text + 8)
+                           : snprintf(line, sizeof line, "%s %.*s\n", what, n, id);
     if (len > 0 && (size_t)len < sizeof line && write(1, line, (size_t)len) < 0)
         _exit(3);
+}
+
+static void emit(const char *what, const char *json) {
+    emit_line(what, json, 0);
 }
 
 static void on_outbox(const char *event, const char *message_json, const char *reason, void *user_data) {
@@ -65,10 +78,64 @@ static void on_send(const char *stage, const char *message_json, const cv_error 
 
 static void flush_batch(void) {
     for (int i = 0; i < batched; i++) {
-        emit(refused[i] ? "refused" : "pending", batch[i]);
+        emit_line(refused[i] ? "refused" : "pending", batch[i], 1);
         free(batch[i]);
     }
     batched = 0;
+}
+
+/* Sends COUNT messages ("stress RUN-I") and dispatches until the outbox is empty, then "done". */
+static void send_and_drain(cv_vault *vault, const char *peer, int count, int run) {
+    char text[64];
+    for (int i = 0; i < count; i++) {
+        snprintf(text, sizeof text, "stress %d-%d", run, i);
+        cv_vault_send_text(vault, CV_RECEIVER_USER, peer, text, on_send, NULL, NULL, NULL);
+    }
+    for (int rounds = 0; rounds < 600; rounds++) {
+        struct pollfd entry = { .fd = cv_vault_get_fd(vault), .events = POLLIN, .revents = 0 };
+        poll(&entry, 1, 50);
+        cv_vault_dispatch(vault);
+        flush_batch();
+        char *pending = cv_vault_get_pending_messages_sync(vault, NULL);
+        int empty = pending != NULL && strcmp(pending, "[]") == 0;
+        cv_free(pending);
+        if (empty && rounds > 2)
+            break;
+    }
+    if (write(1, "done\n", 5) < 0)
+        _exit(3);
+}
+
+/* The same over a Matrix homeserver: the messages land on a real server that outlives the process. */
+static int run_matrix(const char *settings, const char *homeserver, const char *user, const char *peer, int count, int run) {
+    if (user == NULL || peer == NULL)
+        return 2;
+    cv_error *error = NULL;
+    int password_fd = fcntl(3, F_GETFD) != -1 ? 3 : -1;
+    cv_vault *vault = cv_vault_new_matrix_sync(settings, homeserver, user, password_fd, &error);
+    char *detail = NULL;
+    cv_open_state state = vault != NULL ? cv_vault_login_sync(vault, user, &detail, &error) : CV_OPEN_LOGGED_OUT;
+    if (state != CV_OPEN_READY) {
+        fprintf(stderr, "capi-send-stress: not ready: state %d %s %s\n", (int)state, detail ? detail : "", error ? error->code : "");
+        return 1;
+    }
+    cv_free(detail);
+    cv_vault_add_outbox_listener(vault, on_outbox, NULL, NULL, NULL);
+    char *left = cv_vault_get_pending_messages_sync(vault, NULL);
+    for (const char *p = left; p != NULL && (p = strstr(p, "\"localMessageId\":\"")) != NULL; p += 18)
+        emit("left", p);
+    cv_free(left);
+    /* Sent before an earlier kill cut its "sent" line off: in the cache, with its local id. */
+    char *page = cv_vault_fetch_messages_sync(vault, CV_RECEIVER_USER, peer, 100, NULL);
+    const char *server_phase = page != NULL ? strstr(page, "\"server\":") : NULL;
+    for (const char *p = page; p != NULL && (p = strstr(p, "\"localMessageId\":\"")) != NULL && (server_phase == NULL || p < server_phase); p += 18)
+        emit("cached", p);
+    cv_free(page);
+    if (write(1, "ready\n", 6) < 0)
+        return 3;
+    send_and_drain(vault, peer, count, run);
+    cv_vault_free(vault);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -79,6 +146,9 @@ int main(int argc, char **argv) {
     snprintf(settings, sizeof settings,
              "{\"enabled\": true, \"encryption\": true, \"applicationId\": \"org.chatvault.capistress\", "
              "\"rootDirectory\": \"%s\", \"keyStore\": \"software\", \"keyDirectory\": \"%s\"}", argv[1], argv[2]);
+    const char *homeserver = getenv("CHATVAULT_STRESS_HOMESERVER");
+    if (homeserver != NULL)
+        return run_matrix(settings, homeserver, getenv("CHATVAULT_STRESS_USER"), getenv("CHATVAULT_STRESS_PEER"), count, offset);
     cv_simulator *server = cv_simulator_new(3);
     cv_simulator_add_user(server, "alice", "Alice", NULL);
     cv_simulator_add_user(server, "bob", "Bob", NULL);
@@ -111,21 +181,7 @@ int main(int argc, char **argv) {
     cv_simulator_set_online(server, "alice", true, NULL);
     if (write(1, "ready\n", 6) < 0)
         return 3;
-    for (int i = 0; i < count; i++)
-        cv_vault_send_text(vault, CV_RECEIVER_USER, "bob", "stress", on_send, NULL, NULL, NULL);
-    for (int rounds = 0; rounds < 600; rounds++) {
-        struct pollfd entry = { .fd = cv_vault_get_fd(vault), .events = POLLIN, .revents = 0 };
-        poll(&entry, 1, 50);
-        cv_vault_dispatch(vault);
-        flush_batch();
-        char *pending = cv_vault_get_pending_messages_sync(vault, NULL);
-        int empty = pending != NULL && strcmp(pending, "[]") == 0;
-        cv_free(pending);
-        if (empty && rounds > 2)
-            break;
-    }
-    if (write(1, "done\n", 5) < 0)
-        return 3;
+    send_and_drain(vault, "bob", count, offset);
     cv_vault_free(vault);
     cv_simulator_free(server);
     return 0;

@@ -173,3 +173,13 @@ def test_paged_reads_both_ways_and_lookups(server, tmp_path):
         server.set_online("alice", False)
         offline = vault.get_conversation("bob")
         assert offline["cached"]["with"] == "bob" and offline["serverError"]["code"] == "ERROR_INTERNET_UNAVAILABLE"
+
+
+def test_text_crosses_the_json_boundary_unchanged(server, tmp_path):
+    """Quotes, backslashes, control characters, non-ASCII and emoji survive the C layer's JSON."""
+    hostile = 'a "quoted" \\ back\\slash\n\ttab \x01\x1f ünïcødé 東京 🙂 </script> {"json": [1]}'
+    server.post_text("bob", "alice", hostile)
+    with chatvault.Vault(server, "alice", **settings(tmp_path)) as vault:
+        assert vault.login("alice")[0] == chatvault.OpenState.READY
+        assert [m["text"] for m in vault.fetch_messages("bob")["server"]] == [hostile]
+        assert [m["text"] for m in vault.fetch_messages("bob")["cached"]] == [hostile]
