@@ -1,4 +1,5 @@
 import ChatVault
+import Foundation
 
 /// JSON text written straight into bytes, for the models the C API hands over: no dictionary, no
 /// key sort, no intermediate value per field (`chatvault bench capi`: building a JSONValue per
@@ -41,20 +42,15 @@ struct JSONWriter {
 
     mutating func int(_ n: Int64) {
         separate()
-        if n == 0 {
-            bytes.append(UInt8(ascii: "0"))
-        } else {
-            var digits: (UInt64, Bool) = (n.magnitude, n < 0)
-            var buffer = [UInt8](repeating: 0, count: 20)
-            var i = 20
-            while digits.0 > 0 {
-                i -= 1
-                buffer[i] = UInt8(ascii: "0") + UInt8(digits.0 % 10)
-                digits.0 /= 10
-            }
-            if digits.1 { bytes.append(UInt8(ascii: "-")) }
-            bytes.append(contentsOf: buffer[i...])
-        }
+        if n < 0 { bytes.append(UInt8(ascii: "-")) }
+        // The digits appended lowest first, then reversed in place: no buffer per number.
+        var rest = n.magnitude
+        let first = bytes.count
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        } while rest > 0
+        bytes[first...].reverse()
         needsComma = true
     }
 
@@ -141,5 +137,32 @@ struct JSONWriter {
         closeArray()
     }
 
-    var text: String { String(decoding: bytes, as: UTF8.self) }
+    /// The text written so far (valid UTF-8: every string came from a Swift String).
+    var text: JSONText { JSONText(bytes: bytes) }
+}
+
+/// JSON text on its way to C: handed over as a malloc'd C string (`cv_free`) or lent for a
+/// callback, without a Swift String in between (no second copy, no UTF-8 validation of text that
+/// was written from Swift Strings).
+struct JSONText: Sendable {
+    let bytes: [UInt8]
+
+    /// A copy the caller frees with `cv_free`.
+    func owned() -> UnsafeMutablePointer<CChar>? {
+        guard let memory = malloc(bytes.count + 1)?.bindMemory(to: CChar.self, capacity: bytes.count + 1) else { return nil }
+        bytes.withUnsafeBytes { raw in
+            if let base = raw.baseAddress { memcpy(memory, base, bytes.count) }
+        }
+        memory[bytes.count] = 0
+        return memory
+    }
+
+    /// The text as a NUL-terminated C string for the duration of `body`.
+    func withCString<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {
+        (bytes + [0]).withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { body($0.baseAddress!) }
+        }
+    }
+
+    var string: String { String(decoding: bytes, as: UTF8.self) }
 }

@@ -102,7 +102,7 @@ public func cvVaultFetchConversationsSync(_ vault: OpaquePointer?, _ limit: Int3
     guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return nil }
     guard (1...50).contains(limit) else { CError.invalid(out, "limit is 1 to 50"); return nil }
     let engine = box.vault
-    let json = waitDispatching(box.dispatcher) { () async -> String in
+    let json = waitDispatching(box.dispatcher) { () async -> JSONText in
         let result = await ConversationRequest.ConversationRequestBuilder(limit: Int(limit), vault: engine).build().fetchNext()
         return CModels.phases(cached: result.cached, server: result.server, CModels.conversation)
     }

@@ -1,4 +1,4 @@
-import ChatVault
+package import ChatVault
 import Foundation
 
 /// Models as the JSON text the C API documents (`cv_vault_fetch_messages_sync`): the public
@@ -61,24 +61,24 @@ enum CModels {
     }
 
     /// One model as JSON text.
-    static func text<Item>(_ item: Item, _ write: (Item, inout JSONWriter) -> Void) -> String {
+    static func text<Item>(_ item: Item, _ write: (Item, inout JSONWriter) -> Void) -> JSONText {
         var w = JSONWriter()
         write(item, &w)
         return w.text
     }
 
     /// Any JSONValue as JSON text (keys sorted).
-    static func text(_ value: JSONValue) -> String {
+    static func text(_ value: JSONValue) -> JSONText {
         var w = JSONWriter()
         w.value(value)
         return w.text
     }
 
     /// A message as JSON text (listeners, send stages).
-    static func messageText(_ m: BaseMessage) -> String { text(m, message) }
+    static func messageText(_ m: BaseMessage) -> JSONText { text(m, message) }
 
     /// A list of models as a JSON array.
-    static func arrayText<Item>(_ items: [Item], _ write: (Item, inout JSONWriter) -> Void) -> String {
+    static func arrayText<Item>(_ items: [Item], _ write: (Item, inout JSONWriter) -> Void) -> JSONText {
         var w = JSONWriter(capacity: 512 * max(items.count, 1))
         w.array(items, write)
         return w.text
@@ -93,7 +93,7 @@ enum CModels {
 
     /// A two-phase read's result: {"cached": [...] | null, "server": [...] | null, "serverError": {...} | null}.
     static func phases<Item>(cached: [Item]?, server: Result<[Item], CometChatException>,
-                             _ write: (Item, inout JSONWriter) -> Void) -> String {
+                             _ write: (Item, inout JSONWriter) -> Void) -> JSONText {
         var w = JSONWriter(capacity: 512 * max((cached?.count ?? 0) + ((try? server.get())?.count ?? 0), 1))
         w.open()
         w.key("cached")
@@ -111,7 +111,7 @@ enum CModels {
     }
 
     /// A lookup's result: {"cached": item | null, "server": item | null, "serverError": {...} | null}.
-    static func lookup<Item>(cached: Item?, server: Result<Item?, CometChatException>, _ write: (Item, inout JSONWriter) -> Void) -> String {
+    static func lookup<Item>(cached: Item?, server: Result<Item?, CometChatException>, _ write: (Item, inout JSONWriter) -> Void) -> JSONText {
         var w = JSONWriter()
         w.open()
         w.key("cached")
@@ -127,5 +127,13 @@ enum CModels {
         }
         w.close()
         return w.text
+    }
+}
+
+/// For `chatvault bench capi` (same package, not part of the C API): the encoding of a page alone,
+/// so the benchmark can report the JSON's share of a C call beside the hop's.
+package enum CModelsProbe {
+    package static func messagesPageJSON(_ page: TwoPhaseResult<BaseMessage>) -> Int {
+        CModels.phases(cached: page.cached, server: page.server, CModels.message).bytes.count
     }
 }

@@ -188,7 +188,7 @@ private func fetch(_ request: OpaquePointer?, previous: Bool, _ out: ErrorOut) -
         return nil
     }
     let read = box.read
-    let json = waitDispatching(owner.dispatcher) { () async -> String in
+    let json = waitDispatching(owner.dispatcher) { () async -> JSONText in
         switch read {
         case .messages(let r):
             let page = previous ? await r.fetchPrevious() : await r.fetchNext()
@@ -228,7 +228,7 @@ public func cvVaultGetMessageSync(_ vault: OpaquePointer?, _ messageId: Int64, _
     guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return nil }
     guard messageId > 0 else { CError.invalid(out, "message_id must be a server id (> 0)"); return nil }
     let engine = box.vault
-    let json = waitDispatching(box.dispatcher) { () async -> String in
+    let json = waitDispatching(box.dispatcher) { () async -> JSONText in
         let (cached, server) = await engine.getMessageDetails(Int(messageId))
         return CModels.lookup(cached: cached, server: server, CModels.message)
     }
@@ -243,7 +243,7 @@ public func cvVaultGetConversationSync(_ vault: OpaquePointer?, _ type: cv_recei
     guard let receiverType = CEnums.receiverType(type) else { CError.invalid(out, "type is not a cv_receiver_type"); return nil }
     let engine = box.vault
     let conversationType: ConversationType = receiverType == .group ? .group : .user
-    let json = waitDispatching(box.dispatcher) { () async -> String in
+    let json = waitDispatching(box.dispatcher) { () async -> JSONText in
         let (cached, server) = await engine.getConversation(conversationWith: with, conversationType: conversationType)
         return CModels.lookup(cached: cached, server: server, CModels.conversation)
     }

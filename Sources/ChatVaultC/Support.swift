@@ -53,6 +53,11 @@ func owned(_ s: String) -> UnsafeMutablePointer<CChar>? {
     strdup(s)
 }
 
+/// JSON text the caller frees with `cv_free`.
+func owned(_ t: JSONText) -> UnsafeMutablePointer<CChar>? {
+    t.owned()
+}
+
 enum CError {
     static let argument = "chatvault-argument"
     static let library = "chatvault"
@@ -150,10 +155,12 @@ final class Answer<T: Sendable>: Sendable {
 }
 
 /// Runs `body` and waits for it on the calling thread, running the vault's due callbacks there
-/// meanwhile (a login delivers its reset listeners before it returns).
+/// meanwhile (a login delivers its reset listeners before it returns). The task starts on the
+/// calling thread (`Task.immediate`, SE-0472) and leaves it at its first suspension: one thread
+/// hand-off fewer than a detached task's (`chatvault bench capi` measures the hop alone).
 func waitDispatching<T: Sendable>(_ dispatcher: Dispatcher, _ body: @escaping @Sendable () async -> T) -> T {
     let answer = Answer<T>()
-    Task.detached {
+    Task.immediate {
         answer.set(await body())
         dispatcher.wake()
     }

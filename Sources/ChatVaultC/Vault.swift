@@ -380,7 +380,7 @@ public func cvVaultFetchMessagesSync(_ vault: OpaquePointer?, _ receiverType: cv
     guard let type = CEnums.receiverType(receiverType) else { CError.invalid(out, "receiver_type is not a cv_receiver_type"); return nil }
     guard (1...100).contains(limit) else { CError.invalid(out, "limit is 1 to 100"); return nil }
     let engine = box.vault
-    let json = waitDispatching(box.dispatcher) { () async -> String in
+    let json = waitDispatching(box.dispatcher) { () async -> JSONText in
         let builder = MessagesRequest.MessageRequestBuilder(vault: engine).set(limit: Int(limit))
         if type == .group { builder.set(guid: receiver) } else { builder.set(uid: receiver) }
         let result = await builder.build().fetchPrevious()
@@ -422,7 +422,7 @@ public func cvVaultSendText(_ vault: OpaquePointer?, _ receiverType: cv_receiver
 public func cvVaultGetPendingMessagesSync(_ vault: OpaquePointer?, _ out: ErrorOut) -> UnsafeMutablePointer<CChar>? {
     guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return nil }
     let engine = box.vault
-    let answer = waitDispatching(box.dispatcher) { () async -> Result<String, CometChatException> in
+    let answer = waitDispatching(box.dispatcher) { () async -> Result<JSONText, CometChatException> in
         do throws(CometChatException) {
             return .success(CModels.arrayText(try await engine.pendingMessages(), CModels.message))
         } catch {
