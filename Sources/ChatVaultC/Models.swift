@@ -64,14 +64,14 @@ enum CModels {
     static func text<Item>(_ item: Item, _ write: (Item, inout JSONWriter) -> Void) -> JSONText {
         var w = JSONWriter()
         write(item, &w)
-        return w.text
+        return w.finish()
     }
 
     /// Any JSONValue as JSON text (keys sorted).
     static func text(_ value: JSONValue) -> JSONText {
         var w = JSONWriter()
         w.value(value)
-        return w.text
+        return w.finish()
     }
 
     /// A message as JSON text (listeners, send stages).
@@ -81,7 +81,7 @@ enum CModels {
     static func arrayText<Item>(_ items: [Item], _ write: (Item, inout JSONWriter) -> Void) -> JSONText {
         var w = JSONWriter(capacity: 512 * max(items.count, 1))
         w.array(items, write)
-        return w.text
+        return w.finish()
     }
 
     private static func serverError(_ error: CometChatException, _ w: inout JSONWriter) {
@@ -107,7 +107,7 @@ enum CModels {
             w.key("serverError"); serverError(error, &w)
         }
         w.close()
-        return w.text
+        return w.finish()
     }
 
     /// A lookup's result: {"cached": item | null, "server": item | null, "serverError": {...} | null}.
@@ -126,7 +126,7 @@ enum CModels {
             w.key("serverError"); serverError(error, &w)
         }
         w.close()
-        return w.text
+        return w.finish()
     }
 }
 
