@@ -77,6 +77,49 @@ public func cvSimulatorSetOnline(_ simulator: OpaquePointer?, _ uid: UnsafePoint
     return true
 }
 
+@c(cv_simulator_post_media)
+public func cvSimulatorPostMedia(_ simulator: OpaquePointer?, _ from: UnsafePointer<CChar>?, _ receiverType: cv_receiver_type,
+                                 _ receiver: UnsafePointer<CChar>?, _ mediaType: cv_media_type, _ filePath: UnsafePointer<CChar>?,
+                                 _ mimeType: UnsafePointer<CChar>?, _ caption: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<Int64>?,
+                                 _ urlOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ out: ErrorOut) -> Bool {
+    urlOut?.pointee = nil
+    guard let box = simulators.get(simulator) else { CError.invalid(out, "not a simulator handle"); return false }
+    guard let from = text(from), let receiver = text(receiver), let path = text(filePath), !path.isEmpty else {
+        CError.invalid(out, "sender, receiver and file_path must be UTF-8 strings")
+        return false
+    }
+    let mime = text(mimeType)
+    let captionText = text(caption)
+    guard (mimeType == nil || mime != nil) && (caption == nil || captionText != nil) else {
+        CError.invalid(out, "mime_type and caption must be NULL or UTF-8 strings")
+        return false
+    }
+    guard let scope = CEnums.scope(receiverType, receiver) else { CError.invalid(out, "receiver_type is not a cv_receiver_type"); return false }
+    guard let type = CMediaEnums.attachmentType(mediaType) else { CError.invalid(out, "media_type is not a cv_media_type"); return false }
+    let limit = 64 << 20
+    let handle = FileHandle(forReadingAtPath: path)
+    defer { try? handle?.close() }
+    guard let bytes = try? handle?.read(upToCount: limit + 1), bytes.count <= limit else {
+        CError.set(out, domain: CError.library, code: "ERR_SIMULATOR", message: "the file cannot be read, or is larger than 64 MiB")
+        return false
+    }
+    let name = (path as NSString).lastPathComponent
+    let escaped = name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "file"
+    let url = "https://media.simulator.test/\(UUID().uuidString.lowercased())/\(escaped)"
+    let contentType = mime ?? "application/octet-stream"
+    box.simulator.registerMedia(url: url, bytes: bytes, mimeType: contentType)
+    do {
+        let id = try box.simulator.postMedia(type, [SimulatedAttachment(name: name, mimeType: contentType, url: url, size: bytes.count)],
+                                             caption: captionText, from: from, to: scope)
+        idOut?.pointee = Int64(id)
+        urlOut?.pointee = owned(url)
+        return true
+    } catch {
+        CError.set(out, domain: CError.library, code: "ERR_SIMULATOR", message: error.description)
+        return false
+    }
+}
+
 /// The C enums, checked (a C enum may hold any integer).
 enum CEnums {
     static func scope(_ type: cv_receiver_type, _ receiver: String) -> MessageScope? {

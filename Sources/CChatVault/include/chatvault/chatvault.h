@@ -320,6 +320,116 @@ unsigned cv_vault_add_reset_listener(cv_vault *vault, cv_reset_callback callback
 /* Removes a listener of any kind: its callback never runs again, its destroy notifier runs now. */
 bool cv_vault_remove_listener(cv_vault *vault, unsigned listener_id, cv_error **error);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Media, custom sends and the sync listener                                                    */
+
+/* What a media message carries (MessageType: image, video, audio, file). */
+typedef enum cv_media_type {
+    CV_MEDIA_IMAGE = 0,
+    CV_MEDIA_VIDEO = 1,
+    CV_MEDIA_AUDIO = 2,
+    CV_MEDIA_FILE = 3
+} cv_media_type;
+
+/* Sends a media message through the durable outbox, as cv_vault_send_text() does (the same
+ * stages, the same callback, `destroy` once after the last stage). `file_path` names a local file
+ * (UTF-8; absolute, or relative to the current directory): it is copied into the cache (encrypted
+ * when the cache is) before "pending", so the message survives a restart; the original is not
+ * touched or kept. A file that cannot be copied gives only "error" (ERROR_OFFLINE_MEDIA_COPY_FAILED).
+ * `caption` may be NULL. Once sent, the message JSON has "attachment": {"url", "localPath"?} and
+ * "caption". Returns false (with *error, no callback) only for a refused argument. */
+bool cv_vault_send_media(cv_vault *vault, cv_receiver_type receiver_type, const char *receiver, const char *file_path,
+                         cv_media_type media_type, const char *caption, cv_send_callback callback, void *user_data,
+                         cv_destroy_notify destroy, cv_error **error);
+
+/* Sends a custom message (the app's own `custom_type`, e.g. "location", and its data as the text of
+ * a JSON object) through the durable outbox, with the stages of cv_vault_send_text(). The message
+ * JSON carries "customData" as given. Malformed JSON or a JSON value that is not an object is
+ * refused (false, *error, no callback). */
+bool cv_vault_send_custom(cv_vault *vault, cv_receiver_type receiver_type, const char *receiver, const char *custom_type,
+                          const char *custom_data_json, cv_send_callback callback, void *user_data,
+                          cv_destroy_notify destroy, cv_error **error);
+
+/* The receive-side media mode (MediaCachingMode). */
+typedef enum cv_media_caching_mode {
+    CV_MEDIA_CACHING_AUTO = 0, /* received attachments download in the background */
+    CV_MEDIA_CACHING_OFF = 1   /* only cv_vault_download_media() fetches bytes */
+} cv_media_caching_mode;
+
+/* The mode in effect: the settings' "mediaCaching" while the cache is open and serving,
+ * CV_MEDIA_CACHING_OFF otherwise (before login, after logout, offline support disabled); so a UI
+ * can rely on it alone. CV_MEDIA_CACHING_OFF (with *error) for a bad handle. */
+cv_media_caching_mode cv_vault_get_media_caching_mode(cv_vault *vault, cv_error **error);
+
+/* A path to the cached bytes of `url` (an attachment's "url"; matched without its query or
+ * fragment), or NULL when they are not cached (and *error untouched) or for a refused argument
+ * (with *error). Answers offline too. With encryption on, the path is a decrypted view under
+ * $XDG_RUNTIME_DIR (made now if needed; NULL when there is no safe runtime directory), removed at
+ * logout: open it, do not keep the path. The file becomes the most recently used. cv_free. */
+char *cv_vault_get_cached_media_path(cv_vault *vault, const char *url, cv_error **error);
+
+/* A download's progress: `percent` 0…100, never backwards, only when the server announces the
+ * length. */
+typedef void (*cv_media_progress_callback)(int percent, void *user_data);
+/* A download's end: `local_path` (borrowed; as cv_vault_get_cached_media_path answers it) or
+ * `error` (borrowed), the other NULL. */
+typedef void (*cv_media_download_callback)(const char *local_path, const cv_error *error, void *user_data);
+
+/* Fetches and caches an attachment's bytes: the cache first, then `url`, then (when the server
+ * refuses the URL as expired) one re-signed URL asked for with `message_id` (the message's "id";
+ * 0 when there is none). Requests for the same URL share one download; works in both caching
+ * modes. `progress` (may be NULL) and then `done` (once) run through cv_vault_dispatch();
+ * `destroy` runs once after `done`, or at cv_vault_free() if the download has not ended. Errors
+ * in `done` (domain CV_ERROR_DOMAIN_CHATVAULT): ERROR_OFFLINE_MEDIA_NOT_CACHED (not cached, no
+ * connection), ERROR_OFFLINE_MEDIA_UNRESOLVABLE (the download failed, or the URL is not http(s)),
+ * ERROR_OFFLINE_DISABLED, ERROR_OFFLINE_MEDIA_VIEW_UNAVAILABLE (encrypted bytes, no safe
+ * $XDG_RUNTIME_DIR); never an HTTP status. Returns false (with *error, no callback) only for a
+ * refused argument (a negative message_id among them). */
+bool cv_vault_download_media(cv_vault *vault, const char *url, int64_t message_id, cv_media_progress_callback progress,
+                             cv_media_download_callback done, void *user_data, cv_destroy_notify destroy, cv_error **error);
+
+/* What a media listener hears: the background downloads of CV_MEDIA_CACHING_AUTO (not
+ * cv_vault_download_media(), which reports to its own callbacks). */
+typedef enum cv_media_event {
+    CV_MEDIA_DOWNLOADED = 0,     /* message_id, url (without its query) and local_path are set */
+    CV_MEDIA_DOWNLOAD_FAILED = 1 /* error is set (code ERROR_MEDIA_DOWNLOAD_FAILED); url when known */
+} cv_media_event;
+/* `message_id` is the message's server id as a decimal string (its local id when it has none);
+ * every string and `error` borrowed, NULL when not set. */
+typedef void (*cv_media_callback)(cv_media_event event, const char *message_id, const char *url, const char *local_path,
+                                  const cv_error *error, void *user_data);
+/* Registers a media listener; its id (> 0), or 0 with *error. Removed with cv_vault_remove_listener(). */
+unsigned cv_vault_add_media_listener(cv_vault *vault, cv_media_callback callback, void *user_data,
+                                     cv_destroy_notify destroy, cv_error **error);
+
+/* The phases of a catch-up sweep (SyncListener), in order: conversations, then messages. */
+typedef enum cv_sync_event {
+    CV_SYNC_EVENT_CONVERSATIONS_STARTED = 0,   /* payload {} */
+    CV_SYNC_EVENT_CONVERSATIONS_COMPLETED = 1, /* payload {"conversations": [conversation…]}, the fresh page as cached */
+    CV_SYNC_EVENT_CONVERSATIONS_FAILED = 2,    /* payload {}, error set */
+    CV_SYNC_EVENT_MESSAGES_STARTED = 3,        /* payload {} */
+    CV_SYNC_EVENT_MESSAGES_COMPLETED = 4,      /* payload {"messages": [message…], "outcome": "caughtUp" | "partial"} */
+    CV_SYNC_EVENT_MESSAGES_FAILED = 5          /* payload {}, error set */
+} cv_sync_event;
+/* `payload_json` is a JSON object (borrowed, never NULL): the messages the sweep wrote (new ones and
+ * cached ones it changed) in log order, and whether the gap was replayed exactly ("caughtUp") or
+ * more remains ("partial": a follow-up sweep goes on); conversations and messages as in
+ * cv_vault_fetch_conversations_sync() and cv_vault_fetch_messages_sync(). `error` borrowed, NULL
+ * unless failed. */
+typedef void (*cv_sync_callback)(cv_sync_event event, const char *payload_json, const cv_error *error, void *user_data);
+/* Registers a sync listener (sweeps after a reconnect and cv_vault_force_sync_now_sync()); its id
+ * (> 0), or 0 with *error. Removed with cv_vault_remove_listener(). */
+unsigned cv_vault_add_sync_listener(cv_vault *vault, cv_sync_callback callback, void *user_data,
+                                    cv_destroy_notify destroy, cv_error **error);
+
+/* The simulator: a media message from one user, as the server's truth. The bytes of the local
+ * file at `file_path` (read now, at most 64 MiB) are served at a new https URL (the attachment's
+ * "url"; also in *url_out when not NULL, cv_free), named after the file, with `mime_type` (NULL:
+ * "application/octet-stream") and `caption` (may be NULL); its id in *id_out (may be NULL). */
+bool cv_simulator_post_media(cv_simulator *simulator, const char *from_uid, cv_receiver_type receiver_type,
+                             const char *receiver, cv_media_type media_type, const char *file_path, const char *mime_type,
+                             const char *caption, int64_t *id_out, char **url_out, cv_error **error);
+
 /* A file descriptor that is readable while callbacks are due (poll it for input); owned by the
  * vault, valid until cv_vault_free(). -1 for a bad handle. */
 int cv_vault_get_fd(cv_vault *vault);
