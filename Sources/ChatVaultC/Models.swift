@@ -10,14 +10,21 @@ enum CModels {
         if let media = m as? MediaMessage, let attachment = media.attachment {
             w.key("attachment")
             w.open()
+            w.key("extension"); w.string(attachment.fileExtension)
+            w.key("fileName"); w.string(attachment.fileName)
             if let path = attachment.localPath { w.key("localPath"); w.string(path) }
+            w.key("mimeType"); w.string(attachment.fileMimeType)
+            w.key("size"); w.double(attachment.fileSize)
             w.key("url"); w.string(attachment.fileUrl)
             w.close()
         }
         if let media = m as? MediaMessage, let caption = media.caption { w.key("caption"); w.string(caption) }
         w.key("category"); w.string(m.messageCategory.rawValue)
+        let custom = m as? CustomMessage
         w.key("conversationId"); w.string(m.conversationId)
-        if let custom = m as? CustomMessage, let data = custom.customData { w.key("customData"); w.value(data) }
+        if let text = custom?.conversationText { w.key("conversationText"); w.string(text) }
+        if let data = custom?.customData { w.key("customData"); w.value(data) }
+        if let type = custom?.type { w.key("customType"); w.string(type) }
         w.key("deletedAt"); w.double(m.deletedAt)
         w.key("deliveredAt"); w.double(m.deliveredAt)
         w.key("editedAt"); w.double(m.editedAt)
@@ -42,6 +49,7 @@ enum CModels {
         w.key("sentAt"); w.int(m.sentAt)
         w.key("source"); w.string(m.source.rawValue)
         w.key("status"); w.string(m.messageStatus.rawValue)
+        if let subType = custom?.subType { w.key("subType"); w.string(subType) }
         if let text = m as? TextMessage { w.key("text"); w.string(text.text) }
         w.key("type"); w.string(m.messageType.rawValue)
         w.close()

@@ -16,9 +16,14 @@ final class SyncCallback: SyncListener, CListener, @unchecked Sendable {
     func unregister(from vault: OfflineVault, id: String) { vault.removeSyncListener(id) }
     func end() { state.end() }
 
-    private func call(_ event: cv_sync_event, _ payload: [String: JSONValue] = [:], _ error: CometChatException? = nil) {
+    /// Delivers `event` with a JSON object payload (written by `payload`; `{}` when nil).
+    private func call(_ event: cv_sync_event, _ error: CometChatException? = nil, _ payload: ((inout JSONWriter) -> Void)? = nil) {
         guard state.isLive else { return }
-        let json = CModels.text(.object(payload))
+        var w = JSONWriter()
+        w.open()
+        payload?(&w)
+        w.close()
+        let json = w.finish()
         let userData = state.userData.pointer
         json.withCString { p in CBorrow.error(error) { e in callback(event, p, e, userData) } }
     }
@@ -27,19 +32,24 @@ final class SyncCallback: SyncListener, CListener, @unchecked Sendable {
 
     func onConversationSyncCompleted(_ conversations: [Conversation]) {
         guard state.isLive else { return }
-        call(CV_SYNC_EVENT_CONVERSATIONS_COMPLETED, ["conversations": .array(conversations.map(CModels.conversation))])
+        call(CV_SYNC_EVENT_CONVERSATIONS_COMPLETED) { w in
+            w.key("conversations"); w.array(conversations, CModels.conversation)
+        }
     }
 
-    func onConversationSyncError(_ error: CometChatException) { call(CV_SYNC_EVENT_CONVERSATIONS_FAILED, [:], error) }
+    func onConversationSyncError(_ error: CometChatException) { call(CV_SYNC_EVENT_CONVERSATIONS_FAILED, error) }
 
     func onMessageSyncStarted() { call(CV_SYNC_EVENT_MESSAGES_STARTED) }
 
     func onMessageSyncCompleted(_ messages: [BaseMessage], _ outcome: SyncOutcome) {
         guard state.isLive else { return }
-        call(CV_SYNC_EVENT_MESSAGES_COMPLETED, ["messages": .array(messages.map(CModels.message)), "outcome": .string(outcome.rawValue)])
+        call(CV_SYNC_EVENT_MESSAGES_COMPLETED) { w in
+            w.key("messages"); w.array(messages, CModels.message)
+            w.key("outcome"); w.string(outcome.rawValue)
+        }
     }
 
-    func onMessageSyncError(_ error: CometChatException) { call(CV_SYNC_EVENT_MESSAGES_FAILED, [:], error) }
+    func onMessageSyncError(_ error: CometChatException) { call(CV_SYNC_EVENT_MESSAGES_FAILED, error) }
 }
 
 @c(cv_vault_add_sync_listener)

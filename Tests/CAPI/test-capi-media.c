@@ -402,6 +402,8 @@ int main(int argc, char **argv) {
           media.sent_json);
     CHECK(contains(media.sent_json, "\"type\":\"image\"") && contains(media.sent_json, "\"caption\":\"the view\""), "an image, captioned: %.400s",
           media.sent_json);
+    CHECK(contains(media.sent_json, "\"size\":") && contains(media.sent_json, "\"mimeType\":\"") && contains(media.sent_json, "\"fileName\":\""),
+          "the attachment's name, type and size: %.400s", media.sent_json);
     CHECK(media.destroyed == 1 && media.wrong_thread == 0, "destroyed %d, off-thread %d", media.destroyed, media.wrong_thread);
 
     /* A file that cannot be copied: only an error stage, the last one. */
@@ -427,9 +429,10 @@ int main(int argc, char **argv) {
               && contains(custom.sent_json, "\"lat\":52.5") && contains(custom.sent_json, "\"tags\":[\"x\"]"),
           "its customData: %.400s", custom.sent_json);
     CHECK(contains(custom.sent_json, "\"category\":\"custom\""), "a custom message: %.300s", custom.sent_json);
+    CHECK(contains(custom.sent_json, "\"customType\":\"location\""), "its custom type: %.300s", custom.sent_json);
     CHECK(custom.wrong_thread == 0, "on this thread");
     char *page = cv_vault_fetch_messages_sync(vault, CV_RECEIVER_USER, "bob", 30, &error);
-    CHECK(contains(page, "\"place\":\"Berlin\""), "the server has the customData: %.300s", page);
+    CHECK(contains(page, "\"place\":\"Berlin\"") && contains(page, "\"customType\":\"location\""), "the server has the customData and type: %.300s", page);
     cv_free(page);
 
     /* A photo from bob, downloaded on request: progress, then the path. */

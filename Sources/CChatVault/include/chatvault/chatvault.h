@@ -195,8 +195,11 @@ bool cv_vault_clear_offline_cache_sync(cv_vault *vault, cv_error **error);
  * "server": [message…] | null, "serverError": {"code", "message"} | null} (cv_free). A message is
  * {"id", "localMessageId", "conversationId", "sender", "receiver", "receiverType", "category",
  * "type", "text"?, "sentAt", "editedAt", "deletedAt", "deliveredAt", "readAt", "status", "source",
- * "parentMessageId", "replyCount", "quotedMessageId", "reactions": [{"reaction", "count",
- * "reactedByMe"}]}. Offline the server phase is ERROR_INTERNET_UNAVAILABLE. */
+ * "failureReason"?, "parentMessageId", "replyCount", "quotedMessageId", "reactions": [{"reaction",
+ * "count", "reactedByMe"}]}; a media message adds "attachment": {"url", "fileName", "extension",
+ * "mimeType", "size", "localPath"?} and "caption"?; a custom message "customType"?, "subType"?,
+ * "customData"?, "conversationText"?. Keys are written in sorted order; new keys may be added.
+ * Offline the server phase is ERROR_INTERNET_UNAVAILABLE. */
 char *cv_vault_fetch_messages_sync(cv_vault *vault, cv_receiver_type receiver_type, const char *receiver,
                                    int limit, cv_error **error);
 
@@ -336,8 +339,8 @@ typedef enum cv_media_type {
  * (UTF-8; absolute, or relative to the current directory): it is copied into the cache (encrypted
  * when the cache is) before "pending", so the message survives a restart; the original is not
  * touched or kept. A file that cannot be copied gives only "error" (ERROR_OFFLINE_MEDIA_COPY_FAILED).
- * `caption` may be NULL. Once sent, the message JSON has "attachment": {"url", "localPath"?} and
- * "caption". Returns false (with *error, no callback) only for a refused argument. */
+ * `caption` may be NULL. Once sent, the message JSON has "attachment" (see
+ * cv_vault_fetch_messages_sync) and "caption". Returns false (with *error, no callback) only for a refused argument. */
 bool cv_vault_send_media(cv_vault *vault, cv_receiver_type receiver_type, const char *receiver, const char *file_path,
                          cv_media_type media_type, const char *caption, cv_send_callback callback, void *user_data,
                          cv_destroy_notify destroy, cv_error **error);
