@@ -54,30 +54,6 @@ enum CBorrow {
     }
 }
 
-/// A send's closures for the engine, the same for every kind (`cv_vault_send_text`'s rule): each
-/// stage to the C callback; "sent" is the last stage, and so is any error but
-/// ERROR_INTERNET_UNAVAILABLE (queued: "sent" follows on reconnect). The error stage shows the
-/// message as the engine stamped it (its local id, its status).
-enum CSend {
-    static func start<Message: BaseMessage>(_ box: VaultBox, _ message: Message, _ callback: cv_send_callback,
-                                            _ userData: UnsafeMutableRawPointer?, _ destroy: cv_destroy_notify?,
-                                            _ send: (Message, @escaping @Sendable (Message) -> Void, @escaping @Sendable (Message) -> Void,
-                                                     @escaping @Sendable (CometChatException?) -> Void) -> Void) {
-        let stages = SendCallback(callback: callback, destroy: destroy, userData: userData)
-        let id = box.track(stages)
-        send(message, { m in
-            stages.stage("pending", m, nil)
-        }, { m in
-            stages.stage("sent", m, nil)
-            box.finish(id)
-        }, { error in
-            let failure = error ?? CometChatException(errorCode: "ERR_UNKNOWN", errorDescription: "the send failed")
-            stages.stage("error", message, failure)
-            if failure.errorCode != CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE { box.finish(id) }
-        })
-    }
-}
-
 @c(cv_vault_send_media)
 public func cvVaultSendMedia(_ vault: OpaquePointer?, _ receiverType: cv_receiver_type, _ receiver: UnsafePointer<CChar>?,
                              _ filePath: UnsafePointer<CChar>?, _ mediaType: cv_media_type, _ caption: UnsafePointer<CChar>?,

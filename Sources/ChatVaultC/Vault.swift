@@ -134,6 +134,30 @@ final class SendCallback: @unchecked Sendable {
     func end() { state.end() }
 }
 
+/// A send's closures for the engine, the same for every kind (`cv_vault_send_text`'s rule): each
+/// stage to the C callback; "sent" is the last stage, and so is any error but
+/// ERROR_INTERNET_UNAVAILABLE (queued: "sent" follows on reconnect). The error stage shows the
+/// message as the engine stamped it (its local id, its status).
+enum CSend {
+    static func start<Message: BaseMessage>(_ box: VaultBox, _ message: Message, _ callback: cv_send_callback,
+                                            _ userData: UnsafeMutableRawPointer?, _ destroy: cv_destroy_notify?,
+                                            _ send: (Message, @escaping @Sendable (Message) -> Void, @escaping @Sendable (Message) -> Void,
+                                                     @escaping @Sendable (CometChatException?) -> Void) -> Void) {
+        let stages = SendCallback(callback: callback, destroy: destroy, userData: userData)
+        let id = box.track(stages)
+        send(message, { m in
+            stages.stage("pending", m, nil)
+        }, { m in
+            stages.stage("sent", m, nil)
+            box.finish(id)
+        }, { error in
+            let failure = error ?? CometChatException(errorCode: "ERR_UNKNOWN", errorDescription: "the send failed")
+            stages.stage("error", message, failure)
+            if failure.errorCode != CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE { box.finish(id) }
+        })
+    }
+}
+
 let vaults = HandleTable<VaultBox>(tag: 0x5a)
 
 /// The settings JSON of the vault constructors, every key checked (chatvault.h lists them).
@@ -400,21 +424,12 @@ public func cvVaultSendText(_ vault: OpaquePointer?, _ receiverType: cv_receiver
     }
     guard let type = CEnums.receiverType(receiverType) else { CError.invalid(out, "receiver_type is not a cv_receiver_type"); return false }
     guard let callback else { CError.invalid(out, "a send needs a callback"); return false }
-    let send = SendCallback(callback: callback, destroy: destroy, userData: userData)
-    let id = box.track(send)
     // The message the engine sends (and stamps: its local id, its status): the error stage shows it too.
     let message = TextMessage(receiverUid: receiver, text: body, receiverType: type)
-    box.vault.sendTextMessage(message: message, onMessagePending: { m in
-        send.stage("pending", m, nil)
-    }, onMessageSent: { m in
-        send.stage("sent", m, nil)
-        box.finish(id)
-    }, onError: { error in
-        let failure = error ?? CometChatException(errorCode: "ERR_UNKNOWN", errorDescription: "the send failed")
-        send.stage("error", message, failure)
-        // Queued offline: "sent" follows on reconnect; any other error is the last stage.
-        if failure.errorCode != CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE { box.finish(id) }
-    })
+    let engine = box.vault
+    CSend.start(box, message, callback, userData, destroy) { m, pending, sent, failed in
+        engine.sendTextMessage(message: m, onMessagePending: pending, onMessageSent: sent, onError: failed)
+    }
     return true
 }
 
