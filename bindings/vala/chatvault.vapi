@@ -30,6 +30,9 @@ namespace ChatVault {
 	[CCode (cname = "cv_sync_state", cprefix = "CV_SYNC_", has_type_id = false)]
 	public enum SyncState { IDLE, SYNCING }
 
+	[CCode (cname = "cv_request_kind", cprefix = "CV_REQUEST_", has_type_id = false)]
+	public enum RequestKind { MESSAGES, CONVERSATIONS, THREADS, USERS, GROUPS, GROUP_MEMBERS }
+
 	[CCode (cname = "cv_reset_callback", has_target = true)]
 	public delegate void ResetCallback (ResetReason reason, int pending_messages_lost);
 	[CCode (cname = "cv_send_callback", has_target = true)]
@@ -51,6 +54,25 @@ namespace ChatVault {
 		                       out ChatVault.Error? error = null);
 		[CCode (cname = "cv_simulator_set_online")]
 		public bool set_online (string uid, bool online, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_simulator_add_group")]
+		public bool add_group (string guid, string name, string? owner, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_simulator_add_member")]
+		public bool add_member (string guid, string uid, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_simulator_post_reply")]
+		public bool post_reply (string from_uid, ReceiverType receiver_type, string receiver, int64 parent_id, string text,
+		                        out int64 id = null, out ChatVault.Error? error = null);
+	}
+
+	/* A paged, two-phase read that remembers where it is (cv_request_new's query keys). */
+	[Compact]
+	[CCode (cname = "cv_request", free_function = "cv_request_free", has_type_id = false)]
+	public class Request {
+		[CCode (cname = "cv_request_new")]
+		public static Request? create (Vault vault, RequestKind kind, string query_json, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_request_fetch_next_sync")]
+		public string? fetch_next_sync (out ChatVault.Error? error = null);
+		[CCode (cname = "cv_request_fetch_previous_sync")]
+		public string? fetch_previous_sync (out ChatVault.Error? error = null);
 	}
 
 	[Compact]
@@ -81,6 +103,10 @@ namespace ChatVault {
 		public string? fetch_messages_sync (ReceiverType receiver_type, string receiver, int limit, out ChatVault.Error? error = null);
 		[CCode (cname = "cv_vault_fetch_conversations_sync")]
 		public string? fetch_conversations_sync (int limit, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_get_message_sync")]
+		public string? get_message_sync (int64 message_id, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_get_conversation_sync")]
+		public string? get_conversation_sync (ReceiverType type, string with, out ChatVault.Error? error = null);
 
 		[CCode (cname = "cv_vault_send_text")]
 		public bool send_text (ReceiverType receiver_type, string receiver, string text, owned SendCallback callback,

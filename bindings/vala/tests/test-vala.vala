@@ -74,6 +74,20 @@ int main (string[] args) {
 	check (vault.remove_listener (listener), "removed");
 	check (!vault.remove_listener (listener, out error) && error != null, "not twice");
 
+	/* A paged read backwards: the newest two, then the one before them, none twice. */
+	ChatVault.Error? refused = null;
+	check (ChatVault.Request.create (vault, ChatVault.RequestKind.MESSAGES, "{\"uid\": \"bob\", \"limit\": 0}", out refused) == null
+	       && refused != null && refused.code == "ERR_INVALID_ARGUMENT", "a limit of 0 is refused");
+	var older = ChatVault.Request.create (vault, ChatVault.RequestKind.MESSAGES, "{\"uid\": \"bob\", \"limit\": 2}");
+	check (older != null, "a message request");
+	var first = older.fetch_previous_sync ();
+	var second = older.fetch_previous_sync ();
+	check (first != null && first.contains ("live") && first.contains ("hi from vala"), "the newest two first");
+	check (second != null && second.contains ("hello from bob") && !second.contains ("\"text\":\"live\""), "then the one before");
+	var conversation = vault.get_conversation_sync (ChatVault.ReceiverType.USER, "bob");
+	check (conversation != null && conversation.contains ("\"with\":\"bob\""), "a conversation lookup");
+	older = null; /* cv_request_free */
+
 	Source.remove (source);
 	vault = null; /* cv_vault_free */
 	if (failures == 0)
