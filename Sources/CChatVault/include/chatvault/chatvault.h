@@ -433,6 +433,111 @@ bool cv_simulator_post_media(cv_simulator *simulator, const char *from_uid, cv_r
                              const char *receiver, cv_media_type media_type, const char *file_path, const char *mime_type,
                              const char *caption, int64_t *id_out, char **url_out, cv_error **error);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Key management                                                                               */
+/*
+ * The logged-in user's cache key: rotated, moved between stores, given a recovery secret, and
+ * caches restored from the quarantine, recovered with that secret, exported and imported. Each
+ * call closes the cache, makes the change with the cache's lock held (a crash at any instant is
+ * finished or rolled back by the next open) and opens it again; it needs a logged-in user whose
+ * cache is open and encrypted (CV_OPEN_READY), blocks the calling thread meanwhile and dispatches
+ * the vault's due callbacks there (as every _sync call). Call from the dispatching thread.
+ *
+ * Secrets: a recovery or export secret never crosses as a string. One this library makes is
+ * written to `secret_fd` (the caller's descriptor, open for writing, left open; synced when it is
+ * a regular file; a closed pipe is an error, never SIGPIPE) as one line, nine groups of four
+ * ("ABCD-EFGH-…-2345\n"), and this library's copies are wiped. One the caller gives back is read to
+ * the end of `secret_fd` (open for reading, left open; case, spaces and dashes ignored) into a
+ * buffer wiped after use. Give the user the secret once, to write down; nothing shows it again.
+ *
+ * Reports are JSON objects (cv_free) of ids, store names, counts and times: never a key or a
+ * secret. Errors: CV_ERROR_DOMAIN_ARGUMENT for a bad handle, string or descriptor (checked before
+ * anything changes); otherwise CV_ERROR_DOMAIN_CHATVAULT with one of the codes below. Every one
+ * but CV_KEY_ERROR_UNFINISHED and CV_KEY_ERROR_SECRET_NOT_WRITTEN means nothing changed.
+ */
+
+/* Nobody is logged in (no cache to change). */
+#define CV_KEY_ERROR_NO_CACHE "ERR_KEY_NO_CACHE"
+/* The cache is not encrypted, or not open and serving: there is no key to change. */
+#define CV_KEY_ERROR_NOT_ENCRYPTED "ERR_KEY_NOT_ENCRYPTED"
+/* The cache cannot be opened now (locked keyring, busy, full disk…): try again later. */
+#define CV_KEY_ERROR_UNAVAILABLE "ERR_KEY_UNAVAILABLE"
+/* No key store of that name is configured (cv_vault_move_key_sync). */
+#define CV_KEY_ERROR_UNKNOWN_STORE "ERR_KEY_UNKNOWN_STORE"
+/* The key already is in that store. */
+#define CV_KEY_ERROR_ALREADY_IN_STORE "ERR_KEY_ALREADY_IN_STORE"
+/* The rewritten cache or the copied key did not verify; the change was abandoned. */
+#define CV_KEY_ERROR_VERIFICATION_FAILED "ERR_KEY_VERIFICATION_FAILED"
+/* The change passed its point of no return and stopped: the cache's next open finishes it. */
+#define CV_KEY_ERROR_UNFINISHED "ERR_KEY_UNFINISHED"
+/* No quarantined cache has that id. */
+#define CV_KEY_ERROR_NO_SUCH_ENTRY "ERR_KEY_NO_SUCH_ENTRY"
+/* The quarantined cache's key is not in its store (its recovery secret can bring it back). */
+#define CV_KEY_ERROR_KEY_NOT_PRESENT "ERR_KEY_KEY_NOT_PRESENT"
+/* No quarantined cache has a recovery file. */
+#define CV_KEY_ERROR_NO_RECOVERABLE_CACHE "ERR_KEY_NO_RECOVERABLE_CACHE"
+/* The secret is well formed but opens nothing it was tried on (attempts are not limited; each
+ * costs the key derivation, about half a second). */
+#define CV_KEY_ERROR_WRONG_SECRET "ERR_KEY_WRONG_SECRET"
+/* The export file cannot be used (not an export, damaged) or created (it must not exist yet). */
+#define CV_KEY_ERROR_FILE_UNUSABLE "ERR_KEY_FILE_UNUSABLE"
+/* A test seam of the Swift library; not reached through this API. */
+#define CV_KEY_ERROR_SIMULATED_CRASH "ERR_KEY_SIMULATED_CRASH"
+/* What secret_fd gave is not a secret (36 letters A-Z and digits 2-7), or nothing. */
+#define CV_KEY_ERROR_SECRET_MALFORMED "ERR_KEY_SECRET_MALFORMED"
+/* The secret read has a typo (its checksum does not match). */
+#define CV_KEY_ERROR_SECRET_TYPO "ERR_KEY_SECRET_TYPO"
+/* The change was made but its secret could not be written to secret_fd (EPIPE, ENOSPC…): that
+ * secret is lost; make a new one (a recovery secret replaced any earlier one; an export is useless). */
+#define CV_KEY_ERROR_SECRET_NOT_WRITTEN "ERR_KEY_SECRET_NOT_WRITTEN"
+
+/* Replaces the cache's key with a new random one and rewrites the cache under it; every cached
+ * message and unsent message stays. Answers {"cacheId", "oldKeyId", "newKeyId", "fromStore",
+ * "toStore", "seconds", "databaseBytes", "peakBytes", "notes": [string]} (key ids, never keys). */
+char *cv_vault_rotate_key_sync(cv_vault *vault, cv_error **error);
+/* Moves the key to another configured store by its name ("secret-service", "file", a custom
+ * store's name); the same report. CV_KEY_ERROR_UNKNOWN_STORE when the vault's settings configure
+ * no store of that name, CV_KEY_ERROR_ALREADY_IN_STORE when it is there already. */
+char *cv_vault_move_key_sync(cv_vault *vault, const char *store_name, cv_error **error);
+
+/* Makes a recovery secret for the cache (about half a second) and writes it to `secret_fd` (see
+ * above); a new secret replaces any earlier one. Answers {"cacheId", "keyId", "kdfSeconds"}: not
+ * the secret. When the key is later lost or wrong, the reset happens as usual (the reset listener
+ * hears it) and cv_vault_recover_sync() brings the old cache back. */
+char *cv_vault_create_recovery_secret_sync(cv_vault *vault, int secret_fd, cv_error **error);
+/* Restores the newest quarantined cache the recovery secret read from `secret_fd` opens, messages
+ * and outbox, as the current cache (the unsent messages of the cache it replaces are merged in; the
+ * rest of that cache is set aside in the quarantine) and stores its key again. Answers
+ * {"restoredEntry", "cacheId", "messages", "pending", "mergedPending", "replacedAs": "quarantine/ID" | null (where the
+ * replaced cache went; ID is its entry id)}.
+ * CV_KEY_ERROR_WRONG_SECRET, _SECRET_TYPO, _SECRET_MALFORMED, _NO_RECOVERABLE_CACHE: nothing changed. */
+char *cv_vault_recover_sync(cv_vault *vault, int secret_fd, cv_error **error);
+
+/* The logged-in user's quarantined caches, newest first, as a JSON array (cv_free; [] when nobody
+ * is logged in) of {"id", "reason": "keyLost" | "wrongKey" | "corrupted" | "escalated" |
+ * "encryptionChanged" | "replaced" | "imported", "at" (epoch seconds), "bytes", "cacheId" | null,
+ * "encrypted", "keyPresent": bool | null (unknown), "restorable" (its key is in its store now),
+ * "recoverableWithSecret", "pendingMessagesLost" (-1: unknown), "reported"}. Asks the key store
+ * about each entry. */
+char *cv_vault_list_quarantined_caches_sync(cv_vault *vault, cv_error **error);
+/* Restores a quarantined cache whose key is in its store again (a "restorable" entry) as the
+ * current cache, as cv_vault_recover_sync() does; the same report. CV_KEY_ERROR_KEY_NOT_PRESENT
+ * for an entry whose key is gone (recover it with its secret), _NO_SUCH_ENTRY. */
+char *cv_vault_restore_quarantined_cache_sync(cv_vault *vault, const char *entry_id, cv_error **error);
+
+/* Writes the cache (messages, outbox, media, its key wrapped by a new one-time secret) to one new
+ * file at `path` (created 0600; it must not exist) for another machine, and that secret to
+ * `secret_fd`: the file is useless without it. Answers {"cacheId", "bytes", "files"}. */
+char *cv_vault_export_cache_sync(cv_vault *vault, const char *path, int secret_fd, cv_error **error);
+/* Makes the export at `path` the logged-in user's cache, opened with the secret read from
+ * `secret_fd`, its key stored in this vault's key store; what the current cache holds unsent is
+ * merged in, the rest set aside. The restore report. CV_KEY_ERROR_WRONG_SECRET (nothing changed),
+ * _FILE_UNUSABLE. */
+char *cv_vault_import_cache_sync(cv_vault *vault, const char *path, int secret_fd, cv_error **error);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Dispatching the vault's callbacks                                                            */
+
 /* A file descriptor that is readable while callbacks are due (poll it for input); owned by the
  * vault, valid until cv_vault_free(). -1 for a bad handle. */
 int cv_vault_get_fd(cv_vault *vault);
