@@ -7,22 +7,9 @@ import Glibc
 #endif
 
 /// A password read to the end of a descriptor the caller gave (never a C string), its bytes wiped
-/// once it has been copied into the string the sign-in needs.
+/// once it has been copied into the string the sign-in needs (`SecretIO.withBytes`, Keys.swift).
 func password(from fd: Int32) -> String? {
-    guard fd >= 0 else { return nil }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while bytes.count < 64 << 10 {
-        let n = read(fd, &chunk, chunk.count)
-        if n > 0 { bytes += chunk[..<n] } else if n < 0 && errno == EINTR { continue } else { break }
-    }
-    defer {
-        for i in bytes.indices { bytes[i] = 0 }
-        for i in chunk.indices { chunk[i] = 0 }
-    }
-    while bytes.last == 0x0a || bytes.last == 0x0d { bytes.removeLast() }
-    guard !bytes.isEmpty else { return nil }
-    return String(validating: bytes, as: UTF8.self)
+    SecretIO.withBytes(from: fd) { bytes in bytes.isEmpty ? nil : String(validating: bytes, as: UTF8.self) } ?? nil
 }
 
 @c(cv_vault_new_matrix_sync)
