@@ -269,8 +269,11 @@ public func cvVaultRecoverSync(_ vault: OpaquePointer?, _ secretFd: Int32, _ out
 public func cvVaultListQuarantinedCachesSync(_ vault: OpaquePointer?, _ out: ErrorOut) -> UnsafeMutablePointer<CChar>? {
     guard let box = vaults.get(vault) else { CError.invalid(out, "not a vault handle"); return nil }
     let engine = box.vault
-    // It asks the key store about each entry (blocking): off this thread, dispatching meanwhile.
-    let entries = waitDispatching(box.dispatcher) { () async -> [QuarantinedCache] in engine.quarantinedOfflineCaches() }
+    // It asks the key store about each entry (blocking): on another thread, so that this one
+    // dispatches meanwhile as every _sync call does (waitDispatching's task starts here).
+    let entries = waitDispatching(box.dispatcher) { () async -> [QuarantinedCache] in
+        await Task.detached { engine.quarantinedOfflineCaches() }.value
+    }
     return owned(CModels.text(.array(entries.map(CKeyModels.quarantined))))
 }
 
