@@ -164,9 +164,12 @@ func waitDispatching<T: Sendable>(_ dispatcher: Dispatcher, _ body: @escaping @S
         answer.set(await body())
         dispatcher.wake()
     }
+    // Due callbacks run at least once per call, even when the body answered without suspending:
+    // engine work that ends on the callback executor (a sweep marks itself finished there) must
+    // not wait for a main loop an app calling _sync functions in a loop may not run.
     while true {
+        _ = dispatcher.dispatch()
         if let value = answer.get { return value }
         dispatcher.waitReadable(milliseconds: 100)
-        _ = dispatcher.dispatch()
     }
 }

@@ -44,6 +44,18 @@ class OpenState(enum.IntEnum):
     ONLINE_ONLY = 6
 
 
+class SyncEvent(enum.IntEnum):
+    CONVERSATIONS_STARTED = 0
+    CONVERSATIONS_COMPLETED = 1
+    CONVERSATIONS_FAILED = 2
+    MESSAGES_STARTED = 3
+    MESSAGES_COMPLETED = 4
+    MESSAGES_FAILED = 5
+
+
+MEDIA_TYPES = {"image": 0, "video": 1, "audio": 2, "file": 3}
+
+
 class ResetReason(enum.IntEnum):
     KEY_LOST = 0
     WRONG_KEY = 1
@@ -61,6 +73,9 @@ _DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _RESET = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
 _SEND = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_Error), ctypes.c_void_p)
 _MESSAGE = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p)
+_PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p)
+_DOWNLOAD = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.POINTER(_Error), ctypes.c_void_p)
+_SYNC = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(_Error), ctypes.c_void_p)
 
 
 def _find():
@@ -95,6 +110,9 @@ _sim_add = _sig("cv_simulator_add_user", ctypes.c_bool, _V, ctypes.c_char_p, cty
 _sim_post = _sig("cv_simulator_post_text", ctypes.c_bool, _V, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p,
                  ctypes.POINTER(ctypes.c_int64), _ErrorOut)
 _sim_online = _sig("cv_simulator_set_online", ctypes.c_bool, _V, ctypes.c_char_p, ctypes.c_bool, _ErrorOut)
+_sim_post_media = _sig("cv_simulator_post_media", ctypes.c_bool, _V, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
+                       ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64),
+                       ctypes.POINTER(ctypes.c_void_p), _ErrorOut)
 _vault_new = _sig("cv_vault_new_simulated", _V, ctypes.c_char_p, _V, ctypes.c_char_p, _ErrorOut)
 _vault_free = _sig("cv_vault_free", None, _V)
 _login = _sig("cv_vault_login_sync", ctypes.c_int, _V, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), _ErrorOut)
@@ -114,6 +132,14 @@ _request_next = _sig("cv_request_fetch_next_sync", ctypes.c_void_p, _V, _ErrorOu
 _request_previous = _sig("cv_request_fetch_previous_sync", ctypes.c_void_p, _V, _ErrorOut)
 _get_message = _sig("cv_vault_get_message_sync", ctypes.c_void_p, _V, ctypes.c_int64, _ErrorOut)
 _get_conversation = _sig("cv_vault_get_conversation_sync", ctypes.c_void_p, _V, ctypes.c_int, ctypes.c_char_p, _ErrorOut)
+_send_media = _sig("cv_vault_send_media", ctypes.c_bool, _V, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
+                   ctypes.c_char_p, _SEND, ctypes.c_void_p, _DESTROY, _ErrorOut)
+_send_custom = _sig("cv_vault_send_custom", ctypes.c_bool, _V, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                    _SEND, ctypes.c_void_p, _DESTROY, _ErrorOut)
+_cached_media = _sig("cv_vault_get_cached_media_path", ctypes.c_void_p, _V, ctypes.c_char_p, _ErrorOut)
+_download = _sig("cv_vault_download_media", ctypes.c_bool, _V, ctypes.c_char_p, ctypes.c_int64, _PROGRESS, _DOWNLOAD,
+                 ctypes.c_void_p, _DESTROY, _ErrorOut)
+_add_sync = _sig("cv_vault_add_sync_listener", ctypes.c_uint, _V, _SYNC, ctypes.c_void_p, _DESTROY, _ErrorOut)
 _fd = _sig("cv_vault_get_fd", ctypes.c_int, _V)
 _dispatch = _sig("cv_vault_dispatch", ctypes.c_uint, _V)
 
@@ -134,6 +160,14 @@ def _call(f, *args):
         _error_free(error)
         raise exc
     return result
+
+
+def _exception(error):
+    """A borrowed cv_error * as ChatVaultError (None for NULL)."""
+    if not error:
+        return None
+    e = error.contents
+    return ChatVaultError(e.domain.decode(), e.code.decode(), e.message.decode())
 
 
 def _text(pointer):
@@ -166,6 +200,13 @@ class Simulator:
 
     def set_online(self, uid, online):
         _call(_sim_online, self._handle, _b(uid), online)
+
+    def post_media(self, sender, receiver, path, media_type="image", mime_type="image/jpeg", caption=None, group=False):
+        """A media message from a local file, as the server's truth: answers (id, url)."""
+        out, url = ctypes.c_int64(), ctypes.c_void_p()
+        _call(_sim_post_media, self._handle, _b(sender), GROUP if group else USER, _b(receiver), MEDIA_TYPES[media_type], _b(path),
+              _b(mime_type), _b(caption) if caption is not None else None, ctypes.byref(out), ctypes.byref(url))
+        return out.value, _text(url.value)
 
     def close(self):
         if self._handle:
@@ -279,16 +320,71 @@ class Vault:
         _call(_remove, self._handle, listener)
         self._callbacks.pop(("listener", listener), None)
 
+    def on_sync(self, function):
+        """function(SyncEvent, payload dict, ChatVaultError | None): each phase of a catch-up sweep."""
+        def call(event, payload, error, _):
+            function(SyncEvent(event), json.loads(payload.decode()), _exception(error))
+        c = _SYNC(call)
+        key = self._keep(c)
+        listener = _call(_add_sync, self._handle, c, None, ctypes.cast(None, _DESTROY))
+        self._callbacks[("listener", listener)] = self._callbacks.pop(key)
+        return listener
+
     def send_text(self, receiver, text, on_stage=None, group=False):
         """A durable send. With an asyncio loop attached, answers a future resolved with the sent
         message (or failed with ChatVaultError; an offline send stays queued and resolves on
         reconnect); on_stage(stage, message, error) hears every stage either way."""
+        return self._send(lambda stage, destroy: _call(_send, self._handle, GROUP if group else USER, _b(receiver), _b(text),
+                                                       stage, None, destroy), on_stage)
+
+    def send_media(self, receiver, path, media_type="image", caption=None, on_stage=None, group=False):
+        """A media message from a local file (copied into the cache first), as send_text."""
+        kind = MEDIA_TYPES[media_type]
+        return self._send(lambda stage, destroy: _call(_send_media, self._handle, GROUP if group else USER, _b(receiver), _b(path),
+                                                       kind, _b(caption) if caption is not None else None, stage, None, destroy),
+                          on_stage)
+
+    def send_custom(self, receiver, custom_type, data, on_stage=None, group=False):
+        """A custom message (data: a dict), as send_text."""
+        return self._send(lambda stage, destroy: _call(_send_custom, self._handle, GROUP if group else USER, _b(receiver),
+                                                       _b(custom_type), _b(json.dumps(data)), stage, None, destroy), on_stage)
+
+    def cached_media_path(self, url):
+        """The local path of a cached attachment, or None."""
+        return _text(_call(_cached_media, self._handle, _b(url)))
+
+    def download_media(self, url, message_id=0, on_progress=None):
+        """Fetches an attachment's bytes (the cache first). With an asyncio loop attached, answers a
+        future resolved with the local path (or failed with ChatVaultError)."""
+        future = self._loop.create_future() if self._loop is not None else None
+        key = None
+
+        def done(path, error, _):
+            err = _exception(error)
+            if future is not None and not future.done():
+                if err is not None:
+                    future.set_exception(err)
+                else:
+                    future.set_result(path.decode())
+
+        c_progress = _PROGRESS(lambda percent, _: on_progress(percent) if on_progress is not None else None)
+        c_done = _DOWNLOAD(done)
+        c_destroy = _DESTROY(lambda _: self._callbacks.pop(key, None))
+        key = self._keep(c_progress, c_done, c_destroy)
+        try:
+            _call(_download, self._handle, _b(url), message_id, c_progress, c_done, None, c_destroy)
+        except ChatVaultError:
+            self._callbacks.pop(key, None)
+            raise
+        return future
+
+    def _send(self, start, on_stage):
         future = self._loop.create_future() if self._loop is not None else None
         key = None
 
         def stage(name, message, error, _):
             name, message = name.decode(), json.loads(message.decode())
-            err = ChatVaultError(error.contents.domain.decode(), error.contents.code.decode(), error.contents.message.decode()) if error else None
+            err = _exception(error)
             if on_stage is not None:
                 on_stage(name, message, err)
             if future is not None and not future.done():
@@ -301,7 +397,7 @@ class Vault:
         c_destroy = _DESTROY(lambda _: self._callbacks.pop(key, None))
         key = self._keep(c_stage, c_destroy)
         try:
-            _call(_send, self._handle, GROUP if group else USER, _b(receiver), _b(text), c_stage, None, c_destroy)
+            start(c_stage, c_destroy)
         except ChatVaultError:
             self._callbacks.pop(key, None)
             raise
