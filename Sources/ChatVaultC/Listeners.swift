@@ -52,7 +52,7 @@ final class MessageCallback: CometChatMessageDelegate, CListener, @unchecked Sen
     func onMessagesSynced(_ messages: [BaseMessage]) { for m in messages { call("synced", m) } }
 }
 
-/// The outbox as it changes: "pending", "sent" or "failed" (with the failure reason's name).
+/// The outbox as it changes: pending, sent or failed (with the failure reason), as C enums.
 final class OutboxCallback: OutboxListener, CListener, @unchecked Sendable {
     private let callback: cv_outbox_callback
     private let state: CCallbackState
@@ -66,19 +66,14 @@ final class OutboxCallback: OutboxListener, CListener, @unchecked Sendable {
     func unregister(from vault: OfflineVault, id: String) { vault.removeOutboxListener(id) }
     func end() { state.end() }
 
-    private func call(_ event: String, _ message: BaseMessage, _ reason: String?) {
+    private func call(_ event: cv_outbox_event, _ message: BaseMessage, _ reason: cv_failure_reason) {
         guard state.isLive else { return }
-        let json = CModels.messageText(message)
-        event.withCString { e in
-            json.withCString { m in
-                if let reason { reason.withCString { r in callback(e, m, r, state.userData.pointer) } } else { callback(e, m, nil, state.userData.pointer) }
-            }
-        }
+        CModels.messageText(message).withCString { m in callback(event, m, reason, state.userData.pointer) }
     }
 
-    func onOutboxMessagePending(_ message: BaseMessage) { call("pending", message, nil) }
-    func onOutboxMessageSent(_ message: BaseMessage) { call("sent", message, nil) }
-    func onOutboxMessageFailed(_ message: BaseMessage, _ reason: MessageFailureReason) { call("failed", message, reason.rawValue) }
+    func onOutboxMessagePending(_ message: BaseMessage) { call(CV_OUTBOX_PENDING, message, CV_FAILURE_NONE) }
+    func onOutboxMessageSent(_ message: BaseMessage) { call(CV_OUTBOX_SENT, message, CV_FAILURE_NONE) }
+    func onOutboxMessageFailed(_ message: BaseMessage, _ reason: MessageFailureReason) { call(CV_OUTBOX_FAILED, message, CEnums.failure(reason)) }
 }
 
 @c(cv_vault_add_message_listener)
@@ -154,5 +149,6 @@ public func cvVaultDiscardMessageSync(_ vault: OpaquePointer?, _ localId: Unsafe
         do throws(CometChatException) { try await engine.discard(localId); return nil } catch { return error }
     }
     if let failure { CError.from(out, failure); return false }
+    box.finish(localId: localId)
     return true
 }

@@ -157,6 +157,17 @@ enum CEnums {
         }
     }
 
+    static func failure(_ reason: MessageFailureReason) -> cv_failure_reason {
+        switch reason {
+        case .transient: return CV_FAILURE_TRANSIENT
+        case .permanent: return CV_FAILURE_PERMANENT
+        case .queueOverflow: return CV_FAILURE_QUEUE_OVERFLOW
+        case .queueFull: return CV_FAILURE_QUEUE_FULL
+        case .byteOverflow: return CV_FAILURE_BYTE_OVERFLOW
+        case .discarded: return CV_FAILURE_DISCARDED
+        }
+    }
+
     static func reason(_ reason: OfflineCacheResetReason) -> cv_reset_reason {
         switch reason {
         case .keyLost: return CV_RESET_KEY_LOST

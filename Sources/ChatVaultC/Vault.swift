@@ -12,8 +12,9 @@ final class VaultBox: Sendable {
     let vault: OfflineVault
     let dispatcher: Dispatcher
     private let listeners = Mutex<(next: UInt32, table: [UInt32: any CListener])>((1, [:]))
-    /// Sends still waiting for their last stage (their destroy notifiers run at the latest on free).
-    private let sends = Mutex<(next: UInt64, table: [UInt64: SendCallback])>((1, [:]))
+    /// Sends still waiting for their last stage (their destroy notifiers run at the latest on free),
+    /// and which of them holds which local id (known from "pending" on).
+    private let sends = Mutex<(next: UInt64, table: [UInt64: SendCallback], byLocalId: [String: UInt64])>((1, [:], [:]))
 
     init(vault: OfflineVault, dispatcher: Dispatcher) {
         self.vault = vault
@@ -50,7 +51,23 @@ final class VaultBox: Sendable {
     }
 
     func finish(_ id: UInt64) {
-        sends.withLock { $0.table.removeValue(forKey: id) }?.end()
+        sends.withLock { s -> SendCallback? in
+            s.byLocalId = s.byLocalId.filter { $0.value != id }
+            return s.table.removeValue(forKey: id)
+        }?.end()
+    }
+
+    /// Remembers the local id a send's message was stamped with.
+    func name(_ id: UInt64, localId: String?) {
+        guard let localId else { return }
+        sends.withLock { s in if s.table[id] != nil { s.byLocalId[localId] = id } }
+    }
+
+    /// A send whose message was discarded: the seeds give it no final outcome, so its C callback
+    /// hears nothing more and its destroy notifier runs now.
+    func finish(localId: String) {
+        guard let id = sends.withLock({ $0.byLocalId[localId] }) else { return }
+        finish(id)
     }
 
     /// Every listener and send removed, each destroy notifier run once.
@@ -60,7 +77,7 @@ final class VaultBox: Sendable {
             listener.unregister(from: vault, id: "c-\(id)")
             listener.end()
         }
-        let pending = sends.withLock { s -> [SendCallback] in defer { s.table = [:] }; return Array(s.table.values) }
+        let pending = sends.withLock { s -> [SendCallback] in defer { s.table = [:]; s.byLocalId = [:] }; return Array(s.table.values) }
         for send in pending { send.end() }
     }
 }
@@ -146,6 +163,7 @@ enum CSend {
         let stages = SendCallback(callback: callback, destroy: destroy, userData: userData)
         let id = box.track(stages)
         send(message, { m in
+            box.name(id, localId: m.localMessageId)
             stages.stage("pending", m, nil)
         }, { m in
             stages.stage("sent", m, nil)

@@ -51,10 +51,10 @@ static void emit(const char *what, const char *json) {
     emit_line(what, json, 0);
 }
 
-static void on_outbox(const char *event, const char *message_json, const char *reason, void *user_data) {
+static void on_outbox(cv_outbox_event event, const char *message_json, cv_failure_reason reason, void *user_data) {
     (void)reason;
     (void)user_data;
-    if (strcmp(event, "sent") == 0)
+    if (event == CV_OUTBOX_SENT)
         emit("sent", message_json);
 }
 

@@ -125,15 +125,16 @@ static void on_message_destroy(void *user_data) {
 
 typedef struct {
     int pending, sent, failed, wrong_thread;
-    char reason[32];
+    cv_failure_reason reason;
     char local_id[128];
 } outbox_record;
 
-static void on_outbox(const char *event, const char *message_json, const char *reason, void *user_data) {
+static void on_outbox(cv_outbox_event event, const char *message_json, cv_failure_reason reason, void *user_data) {
     outbox_record *r = user_data;
     if (!pthread_equal(pthread_self(), main_thread))
         r->wrong_thread++;
-    if (strcmp(event, "pending") == 0) {
+    CHECK(event == CV_OUTBOX_FAILED || reason == CV_FAILURE_NONE, "a reason only for a failure (%d)", (int)reason);
+    if (event == CV_OUTBOX_PENDING) {
         r->pending++;
         const char *id = strstr(message_json, "\"localMessageId\":\"");
         if (id != NULL) {
@@ -144,11 +145,11 @@ static void on_outbox(const char *event, const char *message_json, const char *r
                 r->local_id[n] = '\0';
             }
         }
-    } else if (strcmp(event, "sent") == 0) {
+    } else if (event == CV_OUTBOX_SENT) {
         r->sent++;
-    } else if (strcmp(event, "failed") == 0) {
+    } else if (event == CV_OUTBOX_FAILED) {
         r->failed++;
-        snprintf(r->reason, sizeof r->reason, "%s", reason ? reason : "");
+        r->reason = reason;
     }
 }
 
@@ -357,6 +358,14 @@ int main(int argc, char **argv) {
         }
     }
     CHECK(discarded, "discarded: %s", error ? error->code : "");
+    /* The seeds: a discarded message's send gets no final outcome and no outbox event fires; its
+     * C callback's destroy notifier has run. */
+    CHECK(dropped.destroyed == 1, "the discarded send's destroy notifier ran (%d)", dropped.destroyed);
+    int failed_before = outbox.failed, dropped_stages = dropped.pending + dropped.sent + dropped.errors;
+    volatile int quiet = 0;
+    dispatch_until(vault, &quiet, 0.5);
+    CHECK(outbox.failed == failed_before && dropped.pending + dropped.sent + dropped.errors == dropped_stages,
+          "no outbox event and no stage after the discard");
     CHECK(!cv_vault_discard_message_sync(vault, outbox.local_id, &error), "not twice");
     CHECK(error != NULL && strcmp(error->domain, CV_ERROR_DOMAIN_CHATVAULT) == 0, "a library error for an unknown local id");
     cv_error_free(error);

@@ -39,8 +39,14 @@ namespace ChatVault {
 	public delegate void SendCallback (string stage, string message_json, ChatVault.Error? error);
 	[CCode (cname = "cv_message_callback", has_target = true)]
 	public delegate void MessageCallback (string event, string message_json);
+	[CCode (cname = "cv_outbox_event", cprefix = "CV_OUTBOX_", has_type_id = false)]
+	public enum OutboxEvent { PENDING, SENT, FAILED }
+
+	[CCode (cname = "cv_failure_reason", cprefix = "CV_FAILURE_", has_type_id = false)]
+	public enum FailureReason { NONE, TRANSIENT, PERMANENT, QUEUE_OVERFLOW, QUEUE_FULL, BYTE_OVERFLOW, DISCARDED }
+
 	[CCode (cname = "cv_outbox_callback", has_target = true)]
-	public delegate void OutboxCallback (string event, string message_json, string? reason);
+	public delegate void OutboxCallback (OutboxEvent event, string message_json, FailureReason reason);
 
 	[Compact]
 	[CCode (cname = "cv_simulator", free_function = "cv_simulator_free", has_type_id = false)]

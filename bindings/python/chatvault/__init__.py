@@ -393,8 +393,14 @@ class Vault:
                 elif name == "error" and err.code != "ERROR_INTERNET_UNAVAILABLE":
                     future.set_exception(err)
 
+        def destroyed(_):
+            self._callbacks.pop(key, None)
+            # A discarded message's send gets no final outcome (the seeds): its future is cancelled.
+            if future is not None and not future.done():
+                future.cancel()
+
         c_stage = _SEND(stage)
-        c_destroy = _DESTROY(lambda _: self._callbacks.pop(key, None))
+        c_destroy = _DESTROY(destroyed)
         key = self._keep(c_stage, c_destroy)
         try:
             start(c_stage, c_destroy)

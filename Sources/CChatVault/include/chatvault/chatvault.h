@@ -284,7 +284,11 @@ char *cv_vault_get_conversation_sync(cv_vault *vault, cv_receiver_type type, con
 
 /* Retries an unsent message now (by its localMessageId). */
 bool cv_vault_retry_message_sync(cv_vault *vault, const char *local_id, cv_error **error);
-/* Removes an unsent message from the outbox (its send fails as discarded). */
+/* Removes an unsent (pending or failed) message from the outbox, with its copied media. As the
+ * seeds say, its send gets no final outcome and no outbox event fires: a cv_vault_send_*() callback
+ * still registered for it hears no further stage, and its destroy notifier runs before this
+ * returns. ERROR_OFFLINE_MESSAGE_IN_FLIGHT while its request is outstanding (try again),
+ * ERROR_OFFLINE_MESSAGE_NOT_FOUND for an unknown local id. */
 bool cv_vault_discard_message_sync(cv_vault *vault, const char *local_id, cv_error **error);
 
 /* Runs a catch-up sweep now and waits for it (refused during the cooldown after the last one:
@@ -304,10 +308,27 @@ typedef void (*cv_message_callback)(const char *event, const char *message_json,
 unsigned cv_vault_add_message_listener(cv_vault *vault, cv_message_callback callback, void *user_data,
                                        cv_destroy_notify destroy, cv_error **error);
 
-/* The outbox as it changes: `event` is "pending", "sent" or "failed" (then `reason` names the
- * failure: "transient", "permanent", "queueOverflow", "queueFull", "byteOverflow", "discarded";
- * NULL otherwise). Borrowed strings. */
-typedef void (*cv_outbox_callback)(const char *event, const char *message_json, const char *reason, void *user_data);
+/* What happened to an unsent message (OutboxListener). */
+typedef enum cv_outbox_event {
+    CV_OUTBOX_PENDING = 0, /* committed to the outbox */
+    CV_OUTBOX_SENT = 1,    /* the server has it */
+    CV_OUTBOX_FAILED = 2   /* it left the outbox unsent: see the cv_failure_reason */
+} cv_outbox_event;
+
+/* Why a message failed (MessageFailureReason; also the message JSON's "failureReason"). */
+typedef enum cv_failure_reason {
+    CV_FAILURE_NONE = 0,           /* not failed (pending, sent) */
+    CV_FAILURE_TRANSIENT = 1,      /* a retry is likely to help */
+    CV_FAILURE_PERMANENT = 2,      /* a retry will not help */
+    CV_FAILURE_QUEUE_OVERFLOW = 3, /* evicted from a full outbox for a newer send (ERROR_QUEUE_OVERFLOW) */
+    CV_FAILURE_QUEUE_FULL = 4,     /* refused: the outbox is full (ERROR_QUEUE_FULL) */
+    CV_FAILURE_BYTE_OVERFLOW = 5,  /* outgoing media over the byte budget */
+    CV_FAILURE_DISCARDED = 6       /* removed before it could send */
+} cv_failure_reason;
+
+/* The outbox as it changes: `reason` is CV_FAILURE_NONE except for CV_OUTBOX_FAILED;
+ * `message_json` is borrowed (valid during the call). */
+typedef void (*cv_outbox_callback)(cv_outbox_event event, const char *message_json, cv_failure_reason reason, void *user_data);
 /* Registers an outbox listener; its id (> 0), or 0 with *error. */
 unsigned cv_vault_add_outbox_listener(cv_vault *vault, cv_outbox_callback callback, void *user_data,
                                       cv_destroy_notify destroy, cv_error **error);
