@@ -84,6 +84,22 @@ static void flush_batch(void) {
     batched = 0;
 }
 
+/* Listens to the outbox, then prints what earlier runs left: the unsent messages ("left") and the
+ * sent ones in the cache with their local ids ("cached": sent before a kill cut their "sent"
+ * line off). */
+static void list_earlier_runs(cv_vault *vault, const char *peer) {
+    cv_vault_add_outbox_listener(vault, on_outbox, NULL, NULL, NULL);
+    char *left = cv_vault_get_pending_messages_sync(vault, NULL);
+    for (const char *p = left; p != NULL && (p = strstr(p, "\"localMessageId\":\"")) != NULL; p += 18)
+        emit("left", p);
+    cv_free(left);
+    char *page = cv_vault_fetch_messages_sync(vault, CV_RECEIVER_USER, peer, 100, NULL);
+    const char *server_phase = page != NULL ? strstr(page, "\"server\":") : NULL;
+    for (const char *p = page; p != NULL && (p = strstr(p, "\"localMessageId\":\"")) != NULL && (server_phase == NULL || p < server_phase); p += 18)
+        emit("cached", p);
+    cv_free(page);
+}
+
 /* Sends COUNT messages ("stress RUN-I") and dispatches until the outbox is empty, then "done". */
 static void send_and_drain(cv_vault *vault, const char *peer, int count, int run) {
     char text[64];
@@ -120,17 +136,7 @@ static int run_matrix(const char *settings, const char *homeserver, const char *
         return 1;
     }
     cv_free(detail);
-    cv_vault_add_outbox_listener(vault, on_outbox, NULL, NULL, NULL);
-    char *left = cv_vault_get_pending_messages_sync(vault, NULL);
-    for (const char *p = left; p != NULL && (p = strstr(p, "\"localMessageId\":\"")) != NULL; p += 18)
-        emit("left", p);
-    cv_free(left);
-    /* Sent before an earlier kill cut its "sent" line off: in the cache, with its local id. */
-    char *page = cv_vault_fetch_messages_sync(vault, CV_RECEIVER_USER, peer, 100, NULL);
-    const char *server_phase = page != NULL ? strstr(page, "\"server\":") : NULL;
-    for (const char *p = page; p != NULL && (p = strstr(p, "\"localMessageId\":\"")) != NULL && (server_phase == NULL || p < server_phase); p += 18)
-        emit("cached", p);
-    cv_free(page);
+    list_earlier_runs(vault, peer);
     if (write(1, "ready\n", 6) < 0)
         return 3;
     send_and_drain(vault, peer, count, run);
@@ -168,16 +174,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     cv_free(detail);
-    cv_vault_add_outbox_listener(vault, on_outbox, NULL, NULL, NULL);
-    char *left = cv_vault_get_pending_messages_sync(vault, NULL);
-    for (const char *p = left; p != NULL && (p = strstr(p, "\"localMessageId\":\"")) != NULL; p += 18)
-        emit("left", p);
-    cv_free(left);
-    char *page = cv_vault_fetch_messages_sync(vault, CV_RECEIVER_USER, "bob", 100, NULL);
-    const char *server_phase = page != NULL ? strstr(page, "\"server\":") : NULL;
-    for (const char *p = page; p != NULL && (p = strstr(p, "\"localMessageId\":\"")) != NULL && (server_phase == NULL || p < server_phase); p += 18)
-        emit("cached", p);
-    cv_free(page);
+    list_earlier_runs(vault, "bob");
     cv_simulator_set_online(server, "alice", true, NULL);
     if (write(1, "ready\n", 6) < 0)
         return 3;
