@@ -24,10 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static bool contains(const char *haystack, const char *needle) {
-    return haystack != NULL && strstr(haystack, needle) != NULL;
-}
-
 /* ---- secrets: every one the library wrote to a descriptor, and the check that no returned string holds one ---- */
 static char secrets[8][64];
 static int secret_count = 0;
@@ -94,7 +90,7 @@ static int pipe_with(const char *text) {
     return ends[0];
 }
 
-static void expect_error(cv_error *error, const char *domain, const char *code, const char *what) {
+static void expect_secretless_error(cv_error *error, const char *domain, const char *code, const char *what) {
     CHECK(error != NULL, "%s: an error", what);
     if (error == NULL)
         return;
@@ -105,8 +101,8 @@ static void expect_error(cv_error *error, const char *domain, const char *code, 
     cv_error_free(error);
 }
 
-static void expect_argument_error(cv_error *error, const char *what) {
-    expect_error(error, CV_ERROR_DOMAIN_ARGUMENT, "ERR_INVALID_ARGUMENT", what);
+static void expect_secretless_argument_error(cv_error *error, const char *what) {
+    expect_secretless_error(error, CV_ERROR_DOMAIN_ARGUMENT, "ERR_INVALID_ARGUMENT", what);
 }
 
 /* A returned JSON string, checked for secrets and kept for the caller to free. */
@@ -253,7 +249,7 @@ int main(int argc, char **argv) {
 
     /* Nobody logged in yet: a typed library error, not an argument error. */
     CHECK(cv_vault_rotate_key_sync(vault, &error) == NULL, "no rotation without a login");
-    expect_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_NO_CACHE, "a rotation before login");
+    expect_secretless_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_NO_CACHE, "a rotation before login");
     error = NULL;
     char *list = returned(cv_vault_list_quarantined_caches_sync(vault, &error), &error, "the list before login");
     CHECK(list != NULL && strcmp(list, "[]") == 0, "no quarantine before login: %s", list);
@@ -286,10 +282,10 @@ int main(int argc, char **argv) {
 
     /* Moving the key: this vault has one store (software, "file"), so the typed refusals. */
     CHECK(cv_vault_move_key_sync(vault, "secret-service", &error) == NULL, "no secret-service store configured");
-    expect_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_UNKNOWN_STORE, "a move to an unconfigured store");
+    expect_secretless_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_UNKNOWN_STORE, "a move to an unconfigured store");
     error = NULL;
     CHECK(cv_vault_move_key_sync(vault, to_store, &error) == NULL, "already in %s", to_store);
-    expect_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_ALREADY_IN_STORE, "a move to its own store");
+    expect_secretless_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_ALREADY_IN_STORE, "a move to its own store");
     error = NULL;
     CHECK(cached_has(vault, kept), "the refused moves changed nothing");
 
@@ -298,7 +294,7 @@ int main(int argc, char **argv) {
     CHECK(pipe(ends) == 0, "a pipe");
     close(ends[0]);
     CHECK(cv_vault_create_recovery_secret_sync(vault, ends[1], &error) == NULL, "a pipe nobody reads");
-    expect_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_SECRET_NOT_WRITTEN, "a secret to a closed pipe");
+    expect_secretless_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_SECRET_NOT_WRITTEN, "a secret to a closed pipe");
     error = NULL;
     close(ends[1]);
 
@@ -353,10 +349,10 @@ int main(int argc, char **argv) {
           "recoverable with the secret only: %s", entry);
     cv_free(list);
     CHECK(cv_vault_restore_quarantined_cache_sync(vault, lost_id, &error) == NULL, "no restore without its key");
-    expect_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_KEY_NOT_PRESENT, "a restore of the lost cache");
+    expect_secretless_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_KEY_NOT_PRESENT, "a restore of the lost cache");
     error = NULL;
     CHECK(cv_vault_restore_quarantined_cache_sync(vault, "no-such-entry", &error) == NULL, "no such entry");
-    expect_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_NO_SUCH_ENTRY, "a restore of an unknown entry");
+    expect_secretless_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_NO_SUCH_ENTRY, "a restore of an unknown entry");
     error = NULL;
 
     /* Wrong secrets: typed errors, and nothing changed. */
@@ -365,19 +361,19 @@ int main(int argc, char **argv) {
     int fd = pipe_with(typed);
     CHECK(cv_vault_recover_sync(vault, fd, &error) == NULL, "the replaced secret opens nothing");
     close(fd);
-    expect_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_WRONG_SECRET, "a wrong secret");
+    expect_secretless_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_WRONG_SECRET, "a wrong secret");
     error = NULL;
     snprintf(typed, sizeof typed, "%s", secret_b);
     typed[0] = typed[0] == 'A' ? 'B' : 'A'; /* a typo */
     fd = pipe_with(typed);
     CHECK(cv_vault_recover_sync(vault, fd, &error) == NULL, "a typo");
     close(fd);
-    expect_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_SECRET_TYPO, "a secret with a typo");
+    expect_secretless_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_SECRET_TYPO, "a secret with a typo");
     error = NULL;
     fd = pipe_with("not a secret");
     CHECK(cv_vault_recover_sync(vault, fd, &error) == NULL, "not a secret");
     close(fd);
-    expect_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_SECRET_MALFORMED, "a malformed secret");
+    expect_secretless_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_SECRET_MALFORMED, "a malformed secret");
     error = NULL;
     CHECK(!cached_has(vault, kept), "the wrong secrets restored nothing");
     list = returned(cv_vault_list_quarantined_caches_sync(vault, &error), &error, "the quarantine after wrong secrets");
@@ -447,88 +443,88 @@ int main(int argc, char **argv) {
     read_all(ends[0], line, sizeof line);
     close(ends[0]);
     CHECK(line[0] == '\0', "no secret written for a refused export");
-    expect_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_FILE_UNUSABLE, "an export over a file");
+    expect_secretless_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_FILE_UNUSABLE, "an export over a file");
     error = NULL;
 
     /* ---- Bad input: argument errors, never a crash, nothing changed. ---- */
     CHECK(cv_vault_rotate_key_sync(NULL, &error) == NULL, "NULL");
-    expect_argument_error(error, "a rotation of NULL");
+    expect_secretless_argument_error(error, "a rotation of NULL");
     error = NULL;
     CHECK(cv_vault_rotate_key_sync((cv_vault *)(void *)sim, &error) == NULL, "a simulator as a vault");
-    expect_argument_error(error, "a rotation of a simulator");
+    expect_secretless_argument_error(error, "a rotation of a simulator");
     error = NULL;
     CHECK(cv_vault_move_key_sync(vault, NULL, &error) == NULL, "a NULL store");
-    expect_argument_error(error, "a NULL store");
+    expect_secretless_argument_error(error, "a NULL store");
     error = NULL;
     CHECK(cv_vault_move_key_sync(vault, "\xff\xfe", &error) == NULL, "an invalid UTF-8 store");
-    expect_argument_error(error, "an invalid UTF-8 store");
+    expect_secretless_argument_error(error, "an invalid UTF-8 store");
     error = NULL;
     CHECK(cv_vault_create_recovery_secret_sync(NULL, STDERR_FILENO, &error) == NULL, "NULL");
-    expect_argument_error(error, "a secret for NULL");
+    expect_secretless_argument_error(error, "a secret for NULL");
     error = NULL;
     CHECK(cv_vault_create_recovery_secret_sync(vault, -1, &error) == NULL, "fd -1");
-    expect_argument_error(error, "a secret to fd -1");
+    expect_secretless_argument_error(error, "a secret to fd -1");
     error = NULL;
     fd = pipe_with("");
     CHECK(cv_vault_create_recovery_secret_sync(vault, fd, &error) == NULL, "a read-only descriptor");
     close(fd);
-    expect_argument_error(error, "a secret to a read end");
+    expect_secretless_argument_error(error, "a secret to a read end");
     error = NULL;
     CHECK(cv_vault_recover_sync(vault, -1, &error) == NULL, "fd -1");
-    expect_argument_error(error, "a recovery from fd -1");
+    expect_secretless_argument_error(error, "a recovery from fd -1");
     error = NULL;
     CHECK(pipe(ends) == 0, "a pipe");
     CHECK(cv_vault_recover_sync(vault, ends[1], &error) == NULL, "a write-only descriptor");
     close(ends[0]);
     close(ends[1]);
-    expect_argument_error(error, "a recovery from a write end");
+    expect_secretless_argument_error(error, "a recovery from a write end");
     error = NULL;
     CHECK(cv_vault_recover_sync(vault, 987, &error) == NULL, "a closed descriptor");
-    expect_argument_error(error, "a recovery from a closed descriptor");
+    expect_secretless_argument_error(error, "a recovery from a closed descriptor");
     error = NULL;
     CHECK(cv_vault_restore_quarantined_cache_sync(vault, NULL, &error) == NULL, "a NULL id");
-    expect_argument_error(error, "a NULL entry id");
+    expect_secretless_argument_error(error, "a NULL entry id");
     error = NULL;
     CHECK(cv_vault_restore_quarantined_cache_sync(vault, "\xc3\x28", &error) == NULL, "an invalid UTF-8 id");
-    expect_argument_error(error, "an invalid UTF-8 entry id");
+    expect_secretless_argument_error(error, "an invalid UTF-8 entry id");
     error = NULL;
     CHECK(cv_vault_list_quarantined_caches_sync(NULL, &error) == NULL, "NULL");
-    expect_argument_error(error, "the quarantine of NULL");
+    expect_secretless_argument_error(error, "the quarantine of NULL");
     error = NULL;
     CHECK(cv_vault_export_cache_sync(vault, "\xff/export", STDERR_FILENO, &error) == NULL, "an invalid UTF-8 path");
-    expect_argument_error(error, "an export to an invalid UTF-8 path");
+    expect_secretless_argument_error(error, "an export to an invalid UTF-8 path");
     error = NULL;
     CHECK(cv_vault_export_cache_sync(vault, NULL, STDERR_FILENO, &error) == NULL, "a NULL path");
-    expect_argument_error(error, "an export to NULL");
+    expect_secretless_argument_error(error, "an export to NULL");
     error = NULL;
     char other_export[2300];
     snprintf(other_export, sizeof other_export, "%s/never.cvexport", work);
     CHECK(cv_vault_export_cache_sync(vault, other_export, -1, &error) == NULL, "fd -1");
-    expect_argument_error(error, "an export's secret to fd -1");
+    expect_secretless_argument_error(error, "an export's secret to fd -1");
     error = NULL;
     CHECK(access(other_export, F_OK) != 0, "no export file made for a refused descriptor");
     fd = pipe_with(secret_e);
     CHECK(cv_vault_import_cache_sync(vault, "\xff", fd, &error) == NULL, "an invalid UTF-8 path");
     close(fd);
-    expect_argument_error(error, "an import from an invalid UTF-8 path");
+    expect_secretless_argument_error(error, "an import from an invalid UTF-8 path");
     error = NULL;
     CHECK(cv_vault_import_cache_sync(vault, export_path, -1, &error) == NULL, "fd -1");
-    expect_argument_error(error, "an import with fd -1");
+    expect_secretless_argument_error(error, "an import with fd -1");
     error = NULL;
     CHECK(cached_has(vault, kept), "bad input changed nothing");
 
     cv_vault_free(vault);
     CHECK(reset.destroyed == 1 && reset.wrong_thread == 0, "the reset listener: destroyed at free, only on this thread");
     CHECK(cv_vault_rotate_key_sync(vault, &error) == NULL, "a freed vault");
-    expect_argument_error(error, "a rotation of a freed vault");
+    expect_secretless_argument_error(error, "a rotation of a freed vault");
     error = NULL;
     fd = pipe_with(secret_b);
     CHECK(cv_vault_recover_sync(vault, fd, &error) == NULL, "a freed vault");
     close(fd);
-    expect_argument_error(error, "a recovery on a freed vault");
+    expect_secretless_argument_error(error, "a recovery on a freed vault");
     error = NULL;
     CHECK(cv_vault_export_cache_sync(vault, other_export, STDERR_FILENO, &error) == NULL, "a freed vault");
-    expect_argument_error(error, "an export of a freed vault");
+    expect_secretless_argument_error(error, "an export of a freed vault");
     error = NULL;
 
     /* ---- Import in a fresh root (another machine): a wrong secret and a non-export refused, then
@@ -544,12 +540,12 @@ int main(int argc, char **argv) {
     fd = pipe_with(secret_b);
     CHECK(cv_vault_import_cache_sync(other, export_path, fd, &error) == NULL, "another secret");
     close(fd);
-    expect_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_WRONG_SECRET, "an import with the wrong secret");
+    expect_secretless_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_WRONG_SECRET, "an import with the wrong secret");
     error = NULL;
     fd = pipe_with(secret_e);
     CHECK(cv_vault_import_cache_sync(other, secret_path, fd, &error) == NULL, "not an export");
     close(fd);
-    expect_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_FILE_UNUSABLE, "an import of a file that is no export");
+    expect_secretless_error(error, CV_ERROR_DOMAIN_CHATVAULT, CV_KEY_ERROR_FILE_UNUSABLE, "an import of a file that is no export");
     error = NULL;
     CHECK(!cached_has(other, kept), "the refused imports changed nothing");
     fd = pipe_with(secret_e);

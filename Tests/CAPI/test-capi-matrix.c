@@ -16,10 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static bool contains(const char *haystack, const char *needle) {
-    return haystack != NULL && strstr(haystack, needle) != NULL;
-}
-
 typedef struct {
     int pending, sent, errors;
     char code[64];

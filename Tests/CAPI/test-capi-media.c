@@ -22,46 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static bool contains(const char *haystack, const char *needle) {
-    return haystack != NULL && strstr(haystack, needle) != NULL;
-}
-
-static void expect_argument_error(cv_error *error, const char *what) {
-    CHECK(error != NULL, "%s: an error", what);
-    if (error == NULL)
-        return;
-    CHECK(strcmp(error->domain, CV_ERROR_DOMAIN_ARGUMENT) == 0, "%s: domain %s", what, error->domain);
-    CHECK(strcmp(error->code, "ERR_INVALID_ARGUMENT") == 0, "%s: code %s", what, error->code);
-    CHECK(error->message != NULL && error->message[0] != '\0', "%s: a message", what);
-    cv_error_free(error);
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Dispatches until *flag reaches `target` or `seconds` pass, polling the vault's descriptor. */
-static bool dispatch_until_at_least(cv_vault *vault, volatile int *flag, int target, double seconds) {
-    double deadline = now_seconds() + seconds;
-    while (*flag < target && now_seconds() < deadline) {
-        struct pollfd entry = { .fd = cv_vault_get_fd(vault), .events = POLLIN, .revents = 0 };
-        poll(&entry, 1, 50);
-        cv_vault_dispatch(vault);
-    }
-    return *flag >= target;
-}
-
-static bool dispatch_until(cv_vault *vault, volatile int *flag, double seconds) {
-    return dispatch_until_at_least(vault, flag, 1, seconds);
-}
-
-static void dispatch_for(cv_vault *vault, double seconds) {
-    volatile int never = 0;
-    dispatch_until(vault, &never, seconds);
-}
-
 /* The byte at `i` of a test file with `seed`. */
 static unsigned char pattern(size_t i, unsigned seed) {
     return (unsigned char)((i * 31u + seed) & 0xffu);

@@ -20,37 +20,6 @@
 #include <unistd.h>
 
 
-static bool contains(const char *haystack, const char *needle) {
-    return haystack != NULL && strstr(haystack, needle) != NULL;
-}
-
-static void expect_argument_error(cv_error *error, const char *what) {
-    CHECK(error != NULL, "%s: an error", what);
-    if (error == NULL)
-        return;
-    CHECK(strcmp(error->domain, CV_ERROR_DOMAIN_ARGUMENT) == 0, "%s: domain %s", what, error->domain);
-    CHECK(strcmp(error->code, "ERR_INVALID_ARGUMENT") == 0, "%s: code %s", what, error->code);
-    CHECK(error->message != NULL && error->message[0] != '\0', "%s: a message", what);
-    cv_error_free(error);
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Dispatches until *flag is set or `seconds` pass, polling the vault's descriptor as a main loop would. */
-static bool dispatch_until(cv_vault *vault, volatile int *flag, double seconds) {
-    double deadline = now_seconds() + seconds;
-    while (!*flag && now_seconds() < deadline) {
-        struct pollfd entry = { .fd = cv_vault_get_fd(vault), .events = POLLIN, .revents = 0 };
-        poll(&entry, 1, 50);
-        cv_vault_dispatch(vault);
-    }
-    return *flag != 0;
-}
-
 /* ---- a send's stages ---- */
 typedef struct {
     int pending, sent, errors, destroyed, wrong_thread;
