@@ -15,13 +15,7 @@ enum CMediaEnums {
     }
 
     static func attachmentType(_ type: cv_media_type) -> AttachmentType? {
-        switch type.rawValue {
-        case CV_MEDIA_IMAGE.rawValue: return .image
-        case CV_MEDIA_VIDEO.rawValue: return .video
-        case CV_MEDIA_AUDIO.rawValue: return .audio
-        case CV_MEDIA_FILE.rawValue: return .file
-        default: return nil
-        }
+        messageType(type).flatMap { AttachmentType(rawValue: $0.rawValue) }
     }
 
     static func mode(_ mode: MediaCachingMode) -> cv_media_caching_mode {

@@ -16,12 +16,8 @@ public func cvSimulatorAddGroup(_ simulator: OpaquePointer?, _ guid: UnsafePoint
     } else {
         ownerUid = nil
     }
-    do {
+    return simulated(out) {
         try box.simulator.addGroup(guid, name: name, owner: ownerUid)
-        return true
-    } catch {
-        CError.set(out, domain: CError.library, code: "ERR_SIMULATOR", message: error.description)
-        return false
     }
 }
 
@@ -33,12 +29,8 @@ public func cvSimulatorAddMember(_ simulator: OpaquePointer?, _ guid: UnsafePoin
         CError.invalid(out, "guid and uid must be UTF-8 strings")
         return false
     }
-    do {
+    return simulated(out) {
         try box.simulator.addMembers([uid], to: guid)
-        return true
-    } catch {
-        CError.set(out, domain: CError.library, code: "ERR_SIMULATOR", message: error.description)
-        return false
     }
 }
 
@@ -53,12 +45,8 @@ public func cvSimulatorPostReply(_ simulator: OpaquePointer?, _ from: UnsafePoin
     }
     guard let scope = CEnums.scope(receiverType, receiver) else { CError.invalid(out, "receiver_type is not a cv_receiver_type"); return false }
     guard parentId > 0 else { CError.invalid(out, "parent_id must be a server id (> 0)"); return false }
-    do {
+    return simulated(out) {
         let id = try box.simulator.postText(body, from: from, to: scope, parentId: Int(parentId))
         idOut?.pointee = Int64(id)
-        return true
-    } catch {
-        CError.set(out, domain: CError.library, code: "ERR_SIMULATOR", message: error.description)
-        return false
     }
 }

@@ -25,6 +25,17 @@ final class SimulatorBox: Sendable {
 
 let simulators = HandleTable<SimulatorBox>(tag: 0x5b)
 
+/// Runs a change of the simulated server: true, or false with ERR_SIMULATOR and the reason.
+func simulated(_ out: ErrorOut, _ change: () throws -> Void) -> Bool {
+    do {
+        try change()
+        return true
+    } catch {
+        CError.set(out, domain: CError.library, code: "ERR_SIMULATOR", message: String(describing: error))
+        return false
+    }
+}
+
 @c(cv_simulator_new)
 public func cvSimulatorNew(_ seed: UInt64) -> OpaquePointer? {
     simulators.insert(SimulatorBox(seed: seed))
@@ -40,12 +51,8 @@ public func cvSimulatorAddUser(_ simulator: OpaquePointer?, _ uid: UnsafePointer
                                _ out: ErrorOut) -> Bool {
     guard let box = simulators.get(simulator) else { CError.invalid(out, "not a simulator handle"); return false }
     guard let uid = text(uid), !uid.isEmpty, let name = text(name) else { CError.invalid(out, "uid and name must be UTF-8 strings"); return false }
-    do {
+    return simulated(out) {
         try box.simulator.addUser(SimulatedUser(uid: uid, name: name))
-        return true
-    } catch {
-        CError.set(out, domain: CError.library, code: "ERR_SIMULATOR", message: error.description)
-        return false
     }
 }
 
@@ -59,13 +66,9 @@ public func cvSimulatorPostText(_ simulator: OpaquePointer?, _ from: UnsafePoint
         return false
     }
     guard let scope = CEnums.scope(receiverType, receiver) else { CError.invalid(out, "receiver_type is not a cv_receiver_type"); return false }
-    do {
+    return simulated(out) {
         let id = try box.simulator.postText(body, from: from, to: scope)
         idOut?.pointee = Int64(id)
-        return true
-    } catch {
-        CError.set(out, domain: CError.library, code: "ERR_SIMULATOR", message: error.description)
-        return false
     }
 }
 
@@ -108,15 +111,11 @@ public func cvSimulatorPostMedia(_ simulator: OpaquePointer?, _ from: UnsafePoin
     let url = "https://media.simulator.test/\(UUID().uuidString.lowercased())/\(escaped)"
     let contentType = mime ?? "application/octet-stream"
     box.simulator.registerMedia(url: url, bytes: bytes, mimeType: contentType)
-    do {
+    return simulated(out) {
         let id = try box.simulator.postMedia(type, [SimulatedAttachment(name: name, mimeType: contentType, url: url, size: bytes.count)],
                                              caption: captionText, from: from, to: scope)
         idOut?.pointee = Int64(id)
         urlOut?.pointee = owned(url)
-        return true
-    } catch {
-        CError.set(out, domain: CError.library, code: "ERR_SIMULATOR", message: error.description)
-        return false
     }
 }
 
