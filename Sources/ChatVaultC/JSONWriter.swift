@@ -1,5 +1,6 @@
 import ChatVault
 import Foundation
+import Synchronization
 
 /// JSON text written straight into one growing buffer, for the models the C API hands over: no
 /// dictionary, no key sort, no intermediate value per field, no Array bookkeeping per byte
@@ -20,14 +21,23 @@ struct JSONWriter: ~Copyable {
 
     init(capacity: Int = 1024) {
         self.capacity = max(capacity, 64)
-        base = .allocate(capacity: self.capacity)
+        // malloc'd (room for the NUL kept aside), so that the finished text can go to C as it is.
+        base = Self.allocate(self.capacity + 1)
     }
 
-    deinit { base.deallocate() }
+    private static func allocate(_ bytes: Int) -> UnsafeMutablePointer<UInt8> {
+        guard let memory = malloc(bytes) else { fatalError("out of memory") }
+        return memory.bindMemory(to: UInt8.self, capacity: bytes)
+    }
 
-    /// The text written, copied out.
+    deinit { free(base) }
+
+    /// The text written, NUL-terminated, handed over without a copy.
     consuming func finish() -> JSONText {
-        JSONText(bytes: Array(UnsafeBufferPointer(start: base, count: count)))
+        base[count] = 0
+        let text = JSONText(taking: base, count: count)
+        base = Self.allocate(1) // what deinit frees
+        return text
     }
 
     @inline(__always) private mutating func reserve(_ n: Int) {
@@ -37,10 +47,8 @@ struct JSONWriter: ~Copyable {
     private mutating func grow(_ needed: Int) {
         var size = capacity * 2
         while size < needed { size *= 2 }
-        let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
-        bigger.update(from: base, count: count)
-        base.deallocate()
-        base = bigger
+        guard let bigger = realloc(base, size + 1) else { fatalError("out of memory") }
+        base = bigger.bindMemory(to: UInt8.self, capacity: size + 1)
         capacity = size
     }
 
@@ -196,32 +204,36 @@ struct JSONWriter: ~Copyable {
     }
 }
 
-/// JSON text on its way to C: handed over as a malloc'd C string (`cv_free`) or lent for a
-/// callback, without a Swift String in between (no UTF-8 validation of text that was written from
-/// Swift Strings).
-struct JSONText: Sendable {
-    let bytes: [UInt8]
+/// JSON text on its way to C: a malloc'd, NUL-terminated buffer handed over once to the caller
+/// (`cv_free`) or lent for a callback, without a Swift String in between (no copy, no UTF-8
+/// validation of text that was written from Swift Strings).
+final class JSONText: @unchecked Sendable {
+    /// The buffer's address, 0 once handed over (a Mutex: the text is made on one thread and
+    /// taken on another).
+    private let buffer: Mutex<UInt>
+    let count: Int
 
-    /// A copy the caller frees with `cv_free`.
-    func owned() -> UnsafeMutablePointer<CChar>? {
-        guard let memory = malloc(bytes.count + 1)?.bindMemory(to: CChar.self, capacity: bytes.count + 1) else { return nil }
-        bytes.withUnsafeBytes { raw in
-            if let from = raw.baseAddress { memcpy(memory, from, bytes.count) }
-        }
-        memory[bytes.count] = 0
-        return memory
+    init(taking pointer: UnsafeMutablePointer<UInt8>, count: Int) {
+        buffer = Mutex(UInt(bitPattern: pointer))
+        self.count = count
     }
 
-    /// The text as a NUL-terminated C string for the duration of `body`.
+    deinit {
+        let address = buffer.withLock { $0 }
+        if address != 0 { free(UnsafeMutableRawPointer(bitPattern: address)) }
+    }
+
+    /// The text for the caller to free with `cv_free`: the buffer itself, handed over once (nil after).
+    func owned() -> UnsafeMutablePointer<CChar>? {
+        let taken = buffer.withLock { address -> UInt in defer { address = 0 }; return address }
+        if taken != 0 { return UnsafeMutablePointer(bitPattern: taken) }
+        return nil
+    }
+
+    /// The text as a NUL-terminated C string for the duration of `body` (before it is handed over).
     func withCString<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {
-        var terminated = bytes
-        terminated.append(0)
-        return terminated.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { chars in
-                // A non-empty buffer (the NUL at least) always has a base address.
-                guard let start = chars.baseAddress else { return "".withCString(body) }
-                return body(start)
-            }
-        }
+        let address = buffer.withLock { $0 }
+        guard let text = UnsafePointer<CChar>(bitPattern: address) else { return "".withCString(body) }
+        return body(text)
     }
 }

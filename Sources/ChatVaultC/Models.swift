@@ -142,6 +142,6 @@ enum CModels {
 /// so the benchmark can report the JSON's share of a C call beside the hop's.
 package enum CModelsProbe {
     package static func messagesPageJSON(_ page: TwoPhaseResult<BaseMessage>) -> Int {
-        CModels.phases(cached: page.cached, server: page.server, CModels.message).bytes.count
+        CModels.phases(cached: page.cached, server: page.server, CModels.message).count
     }
 }

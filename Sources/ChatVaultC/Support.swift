@@ -120,8 +120,9 @@ final class Dispatcher: Sendable {
 
     /// Runs what is due, in order; answers how many ran.
     func dispatch() -> UInt32 {
-        var drain = [UInt8](repeating: 0, count: 512)
-        while read(fd, &drain, drain.count) > 0 {}
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { drain in
+            while read(fd, drain.baseAddress, drain.count) > 0 {}
+        }
         let work = queue.withLock { q -> [@Sendable () -> Void] in
             defer { q.work = [] }
             return q.closed ? [] : q.work
