@@ -228,16 +228,26 @@ enum CSettings {
     /// ChatVault's own VaultSettings: the app, the root, the key store, and the engine's timings.
     static func settings(_ o: JSONFields, executor: CallbackExecutor) throws(Refused) -> VaultSettings {
         guard let app = try o.string("applicationId"), !app.isEmpty else { throw Refused(message: "applicationId is required") }
-        let keyStorage: [KeyStorageOption]
         // Read whichever store is chosen, so a wrong value is refused even where it does not apply.
         let unlockPrompt = try o.bool("secretServiceUnlockPrompt") ?? false
         let timeout = try o.milliseconds("secretServiceTimeoutMs")
         let keyDirectory = try o.string("keyDirectory")
-        switch try o.string("keyStore") ?? "secretService" {
-        case "secretService": keyStorage = [.secretService(unlockPrompt: unlockPrompt, timeout: timeout)]
-        case "software": keyStorage = [.software(directory: keyDirectory)]
-        case "memory": keyStorage = [.custom(MemoryKeyStore())]
-        default: throw Refused(message: "keyStore is secretService, software or memory")
+        // One store, or several in order of preference (a key can then be moved between them).
+        let names: [String]
+        if o.fields["keyStore"]?.arrayValue != nil {
+            names = try o.strings("keyStore") ?? []
+            guard !names.isEmpty, Set(names).count == names.count else { throw Refused(message: "keyStore lists each store once") }
+        } else {
+            names = [try o.string("keyStore") ?? "secretService"]
+        }
+        var keyStorage: [KeyStorageOption] = []
+        for name in names {
+            switch name {
+            case "secretService": keyStorage.append(.secretService(unlockPrompt: unlockPrompt, timeout: timeout))
+            case "software": keyStorage.append(.software(directory: keyDirectory))
+            case "memory": keyStorage.append(.custom(MemoryKeyStore()))
+            default: throw Refused(message: "keyStore is secretService, software or memory (or an array of them)")
+            }
         }
         var s = VaultSettings(applicationId: app, applicationName: try o.string("applicationName"),
                               rootDirectory: try o.string("rootDirectory"), keyStorage: keyStorage, callbackExecutor: executor)

@@ -558,6 +558,50 @@ int main(int argc, char **argv) {
     CHECK(other_reset.calls == 0 && other_reset.wrong_thread == 0 && other_reset.destroyed == 1, "no reset in the fresh root");
     CHECK(secret_count == 3, "three secrets written (%d)", secret_count);
 
+    /* ---- A move that happens: two stores configured (the key file first, then memory), the key
+     * moved to memory and back; the file store alone then opens the cache. ---- */
+    char root3[2048], keys3[2048], settings3[8192], both[8192], store[64];
+    snprintf(root3, sizeof root3, "%s/root3", work);
+    snprintf(keys3, sizeof keys3, "%s/keys3", work);
+    mkdir(root3, 0700);
+    mkdir(keys3, 0700);
+    settings_for(settings3, sizeof settings3, root3, keys3);
+    snprintf(both, sizeof both,
+             "{\"enabled\": true, \"encryption\": true, \"applicationId\": \"org.chatvault.capikeys\", \"rootDirectory\": \"%s\", "
+             "\"keyStore\": [\"software\", \"memory\"], \"keyDirectory\": \"%s\"}", root3, keys3);
+    CHECK(cv_vault_new_simulated("{\"applicationId\": \"org.chatvault.capikeys\", \"keyStore\": [\"memory\", \"memory\"]}", sim,
+                                 "alice", &error) == NULL, "a store listed twice");
+    expect_secretless_argument_error(error, "a store listed twice");
+    error = NULL;
+    CHECK(cv_vault_new_simulated("{\"applicationId\": \"org.chatvault.capikeys\", \"keyStore\": [\"software\", 7]}", sim, "alice",
+                                 &error) == NULL, "a store that is not a name");
+    expect_secretless_argument_error(error, "a store that is not a name");
+    error = NULL;
+    CHECK(cv_simulator_set_online(sim, "alice", true, NULL), "online");
+    cv_vault *mover = cv_vault_new_simulated(both, sim, "alice", &error);
+    CHECK(mover != NULL && cv_vault_login_sync(mover, "alice", NULL, &error) == CV_OPEN_READY, "ready with two stores");
+    CHECK(!cached_has(mover, kept) && cached_has(mover, kept), "bob's messages cached by the first read");
+    report = returned(cv_vault_move_key_sync(mover, "memory", &error), &error, "a move to memory");
+    CHECK(json_string(report, "toStore", store, sizeof store) && strcmp(store, "memory") == 0, "moved to memory: %s", report);
+    cv_free(report);
+    status = cv_vault_get_encryption_status(mover, &error);
+    CHECK(contains(status, "\"atRest\":\"SQLCIPHER\""), "still encrypted: %s", status);
+    cv_free(status);
+    CHECK(cv_vault_logout_sync(mover, &error) && cv_vault_login_sync(mover, "alice", NULL, &error) == CV_OPEN_READY,
+          "ready again with the key in memory");
+    CHECK(cached_has(mover, kept), "every message after the move");
+    report = returned(cv_vault_move_key_sync(mover, "file", &error), &error, "a move back to the file");
+    CHECK(json_string(report, "toStore", store, sizeof store) && strcmp(store, "file") == 0, "moved back: %s", report);
+    cv_free(report);
+    cv_vault_free(mover);
+    cv_vault *filed = cv_vault_new_simulated(settings3, sim, "alice", &error);
+    reset_record none = { 0 };
+    CHECK(filed != NULL && cv_vault_add_reset_listener(filed, on_reset, &none, NULL, &error) > 0, "a vault on the file store alone");
+    CHECK(cv_vault_login_sync(filed, "alice", NULL, &error) == CV_OPEN_READY && none.calls == 0, "ready, no reset (%d)", none.calls);
+    CHECK(cv_simulator_set_online(sim, "alice", false, NULL), "offline");
+    CHECK(cached_has(filed, kept), "the file store's key opens the cache the move left there");
+    cv_vault_free(filed);
+
     cv_simulator_free(sim);
     if (failures == 0)
         printf("test-capi-keys: all checks passed\n");

@@ -143,7 +143,9 @@ typedef struct cv_vault cv_vault;
  * "pendingQueueOverflowPolicy": "dropOldest" | "rejectNewest", "maxMediaCacheSize", "mediaCaching":
  * "auto" | "off", "maxSnapshotQueries", "snapshotTtlDays") and the settings
  * ("applicationId" (required, reverse-DNS), "applicationName", "rootDirectory", "keyStore":
- * "secretService" | "software" | "memory", "keyDirectory" (software), "secretServiceUnlockPrompt"
+ * "secretService" | "software" | "memory", or an array of them in order of preference (their
+ * names for cv_vault_move_key_sync: "secret-service", "file", "memory"; a memory store lives as
+ * long as its vault), "keyDirectory" (software), "secretServiceUnlockPrompt"
  * (ask the desktop to unlock a locked keyring), "secretServiceTimeoutMs", "retry" and "reconnect"
  * (each {"initialDelayMs", "maximumDelayMs", "multiplier" (1…100)}: the backoff while the cache is
  * unavailable, and while the server cannot be reached), "escalationThreshold" (1…1000),
