@@ -347,6 +347,29 @@ int main(int argc, char **argv) {
     cv_free(left);
     CHECK(cv_simulator_set_online(sim, "alice", true, NULL), "online");
 
+    /* clearOfflineCache: the cached data goes, the cache keeps serving, and an unsent message fails
+     * as discarded (the seeds), its send's destroy notifier after that last stage. */
+    CHECK(cv_simulator_set_online(sim, "alice", false, NULL), "offline");
+    send_record cleared = { 0 };
+    CHECK(cv_vault_send_text(vault, CV_RECEIVER_USER, "bob", "cleared before it went", on_send, &cleared, on_send_destroy, &error),
+          "queued");
+    volatile int *cleared_pending = &cleared.pending;
+    CHECK(dispatch_until(vault, cleared_pending, 10), "pending");
+    CHECK(cv_vault_clear_offline_cache_sync(vault, &error), "cleared: %s", error ? error->code : "");
+    CHECK(dispatch_until(vault, &cleared.destroyed, 10), "the cleared send ended");
+    CHECK(strcmp(cleared.last_error, "ERROR_OFFLINE_MESSAGE_DISCARDED") == 0, "failed as discarded: %s", cleared.last_error);
+    CHECK(cv_vault_is_offline_enabled(vault), "the cache still serves");
+    page = cv_vault_fetch_messages_sync(vault, CV_RECEIVER_USER, "bob", 30, &error);
+    CHECK(contains(page, "\"cached\":[]"), "nothing cached after the clear: %.200s", page);
+    cv_free(page);
+    char *none_left = cv_vault_get_pending_messages_sync(vault, &error);
+    CHECK(none_left != NULL && strcmp(none_left, "[]") == 0, "no unsent message after the clear: %s", none_left);
+    cv_free(none_left);
+    CHECK(!cv_vault_clear_offline_cache_sync(NULL, &error), "a NULL vault");
+    expect_argument_error(error, "clearing a NULL vault");
+    error = NULL;
+    CHECK(cv_simulator_set_online(sim, "alice", true, NULL), "online");
+
     /* The message listener removed: its destroy notifier once, silent after. */
     CHECK(cv_vault_remove_listener(vault, message_listener, &error), "the message listener removed");
     CHECK(messages.destroyed == 1, "destroyed once");
