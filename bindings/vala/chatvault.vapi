@@ -33,6 +33,24 @@ namespace ChatVault {
 	[CCode (cname = "cv_request_kind", cprefix = "CV_REQUEST_", has_type_id = false)]
 	public enum RequestKind { MESSAGES, CONVERSATIONS, THREADS, USERS, GROUPS, GROUP_MEMBERS }
 
+	[CCode (cname = "cv_media_type", cprefix = "CV_MEDIA_", has_type_id = false)]
+	public enum MediaType { IMAGE, VIDEO, AUDIO, FILE }
+
+	[CCode (cname = "cv_media_caching_mode", cprefix = "CV_MEDIA_CACHING_", has_type_id = false)]
+	public enum MediaCachingMode { AUTO, OFF }
+
+	[CCode (cname = "cv_media_event", cprefix = "CV_MEDIA_", has_type_id = false)]
+	public enum MediaEvent { DOWNLOADED, DOWNLOAD_FAILED }
+
+	[CCode (cname = "cv_sync_event", cprefix = "CV_SYNC_EVENT_", has_type_id = false)]
+	public enum SyncEvent { CONVERSATIONS_STARTED, CONVERSATIONS_COMPLETED, CONVERSATIONS_FAILED, MESSAGES_STARTED, MESSAGES_COMPLETED,
+	                        MESSAGES_FAILED }
+
+	[CCode (cname = "cv_media_callback", has_target = true)]
+	public delegate void MediaCallback (MediaEvent event, string? message_id, string? url, string? local_path, ChatVault.Error? error);
+	[CCode (cname = "cv_sync_callback", has_target = true)]
+	public delegate void SyncCallback (SyncEvent event, string payload_json, ChatVault.Error? error);
+
 	[CCode (cname = "cv_reset_callback", has_target = true)]
 	public delegate void ResetCallback (ResetReason reason, int pending_messages_lost);
 	[CCode (cname = "cv_send_callback", has_target = true)]
@@ -60,6 +78,10 @@ namespace ChatVault {
 		                       out ChatVault.Error? error = null);
 		[CCode (cname = "cv_simulator_set_online")]
 		public bool set_online (string uid, bool online, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_simulator_post_media")]
+		public bool post_media (string from_uid, ReceiverType receiver_type, string receiver, MediaType media_type, string file_path,
+		                        string? mime_type, string? caption, out int64 id = null, out string? url = null,
+		                        out ChatVault.Error? error = null);
 		[CCode (cname = "cv_simulator_add_group")]
 		public bool add_group (string guid, string name, string? owner, out ChatVault.Error? error = null);
 		[CCode (cname = "cv_simulator_add_member")]
@@ -117,6 +139,41 @@ namespace ChatVault {
 		[CCode (cname = "cv_vault_send_text")]
 		public bool send_text (ReceiverType receiver_type, string receiver, string text, owned SendCallback callback,
 		                       out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_send_media")]
+		public bool send_media (ReceiverType receiver_type, string receiver, string file_path, MediaType media_type, string? caption,
+		                        owned SendCallback callback, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_send_custom")]
+		public bool send_custom (ReceiverType receiver_type, string receiver, string custom_type, string custom_data_json,
+		                         owned SendCallback callback, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_get_media_caching_mode")]
+		public MediaCachingMode get_media_caching_mode (out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_get_cached_media_path")]
+		public string? get_cached_media_path (string url, out ChatVault.Error? error = null);
+		/* cv_vault_download_media (two callbacks sharing one user_data) is not bound: call the C
+		 * function, or use get_cached_media_path and the media listener. */
+		[CCode (cname = "cv_vault_add_media_listener")]
+		public uint add_media_listener (owned MediaCallback callback, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_add_sync_listener")]
+		public uint add_sync_listener (owned SyncCallback callback, out ChatVault.Error? error = null);
+
+		/* Key management: reports as JSON; secrets only through descriptors. */
+		[CCode (cname = "cv_vault_rotate_key_sync")]
+		public string? rotate_key_sync (out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_move_key_sync")]
+		public string? move_key_sync (string store_name, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_create_recovery_secret_sync")]
+		public string? create_recovery_secret_sync (int secret_fd, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_recover_sync")]
+		public string? recover_sync (int secret_fd, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_list_quarantined_caches_sync")]
+		public string? list_quarantined_caches_sync (out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_restore_quarantined_cache_sync")]
+		public string? restore_quarantined_cache_sync (string entry_id, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_export_cache_sync")]
+		public string? export_cache_sync (string path, int secret_fd, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_import_cache_sync")]
+		public string? import_cache_sync (string path, int secret_fd, out ChatVault.Error? error = null);
+
 		[CCode (cname = "cv_vault_get_pending_messages_sync")]
 		public string? get_pending_messages_sync (out ChatVault.Error? error = null);
 		[CCode (cname = "cv_vault_retry_message_sync")]

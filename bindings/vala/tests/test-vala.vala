@@ -88,6 +88,36 @@ int main (string[] args) {
 	check (conversation != null && conversation.contains ("\"with\":\"bob\""), "a conversation lookup");
 	older = null; /* cv_request_free */
 
+	/* A custom send and the sync listener, both on the loop. */
+	string? custom_json = null;
+	vault.send_custom (ChatVault.ReceiverType.USER, "bob", "location", "{\"lat\": 52.5}", (stage, message, err) => {
+		if (stage == "sent") { custom_json = message; loop.quit (); }
+		if (stage == "error") loop.quit ();
+	});
+	Timeout.add_seconds (20, () => { loop.quit (); return Source.REMOVE; });
+	loop.run ();
+	check (custom_json != null && custom_json.contains ("\"customType\":\"location\"") && custom_json.contains ("\"lat\":52.5"),
+	       "a custom send with its type and data");
+	ChatVault.SyncEvent[] events = {};
+	vault.add_sync_listener ((event, payload, err) => { events += event; });
+	bool forced = false;
+	for (int attempt = 0; attempt < 300 && !forced; attempt++) {
+		ChatVault.Error? busy = null;
+		forced = vault.force_sync_now_sync (out busy);
+		if (!forced) Thread.usleep (50000);
+	}
+	var until = get_monotonic_time () + 10 * 1000000;
+	while (get_monotonic_time () < until && !(ChatVault.SyncEvent.MESSAGES_COMPLETED in events))
+		MainContext.default ().iteration (false);
+	check (forced && ChatVault.SyncEvent.MESSAGES_COMPLETED in events, "the sync listener heard a forced sweep");
+
+	/* Key management: a rotation's report, an empty quarantine. */
+	var rotated = vault.rotate_key_sync (out error);
+	check (rotated != null && rotated.contains ("\"newKeyId\""), "a rotation report");
+	var quarantined = vault.list_quarantined_caches_sync (out error);
+	check (quarantined == "[]", "nothing quarantined");
+	check (vault.get_media_caching_mode () == ChatVault.MediaCachingMode.AUTO, "media caching on by default");
+
 	Source.remove (source);
 	vault = null; /* cv_vault_free */
 	if (failures == 0)
