@@ -3,38 +3,16 @@ import Foundation
 
 /// `chatvault`: audits offline caches and runs key-loss and corruption scenarios against the real
 /// library, real files and the real Secret Service.
-let usage = """
-    usage: chatvault <verb> [options]
-
-      scenarios [--keystore secret-service|file|memory] [--json]
-      seed      --dir D --user U [--messages N] [--pending P] [--encryption on|off] [--marker TEXT] [--keystore …] [--json]
-      open      --dir D --user U [--encryption on|off] [--failure-behavior onlineOnly|plaintextFallback] [--integrity-wait S] [--keystore …] [--json]
-      status    --dir D [--user U] [--marker TEXT] [--json]
-      outbox    --dir D --user U [--keystore …] [--json]
-      key       rotate --dir D --user U [--keystore …] [--json]
-      key       move --dir D --user U --to secret-service|file [--key-dir K] [--json]
-      key       recovery-secret --dir D --user U [--out FILE] [--keystore …] [--json]
-      recover   --dir D --user U [--keystore …] [--json]          (the recovery secret on stdin)
-      quarantine list --dir D --user U [--json] | quarantine restore ID --dir D --user U [--json]
-      export    --dir D --user U --to FILE [--secret-out FILE] [--json]
-      import    --dir D --user U --from FILE [--json]                 (the export's secret on stdin)
-      demo      [--story outbox|reconnect] [--messages N] [--json]
-      demo      --matrix [--homeserver URL --user @U:SERVER [--password-file F]] [--messages N] [--json]
-      bench     open [--runs N] [--messages M] [--keystore …] [--process-runs P] [--large-messages L] [--json]
-      bench     reads [--runs N] [--messages M] [--conversations C] [--json]
-      bench     outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json]
-      bench     matrix [--messages N] [--json]
-      bench     keys [--messages N] [--runs R] [--json]
-      version
-
-    Common options: --app ID (default \(CommonOptions.defaultApplicationId)), --key-dir K (key files for --keystore file).
-    """
-
 let arguments = Array(CommandLine.arguments.dropFirst())
 let verb = arguments.first ?? "help"
 let rest = Array(arguments.dropFirst())
 var status: Int32 = 0
 do {
+    // Help first: `VERB --help` / `-h` never reaches the verb's own argument checks.
+    if let known = Help.verb(verb), Help.asked(rest) {
+        emit(Help.page(of: known))
+        exit(0)
+    }
     switch verb {
     case "seed": status = try await SeedCommand.run(rest)
     case "open": status = try await OpenCommand.run(rest)
@@ -56,11 +34,18 @@ do {
     case FirstLoginChild.verb: status = try await FirstLoginChild.run(rest)
     case CallgrindHook.verb: status = try await CallgrindHook.run(rest)
     case "version", "--version": emit("chatvault \(chatVaultVersion)")
-    case "help", "--help", "-h": emit(usage)
+    case "help", "--help", "-h":
+        if let name = rest.first {
+            guard let known = Help.verb(name) else { throw CLIError.usage("unknown verb '\(name)'; try 'chatvault help'") }
+            emit(Help.page(of: known))
+        } else {
+            emit(Help.top)
+        }
     default: throw CLIError.usage("unknown verb '\(verb)'; try 'chatvault help'")
     }
 } catch let error as CLIError {
-    complain(error.message)
+    // Still one line: a usage error names the verb's usage (its form, or where to find it).
+    complain(error.status == 2 ? Help.errorLine(error.message, verb: verb, rest: rest) : error.message)
     status = error.status
 } catch {
     complain(String(describing: error))
