@@ -1,3 +1,5 @@
+import ChatVaultTesting
+import Foundation
 import XCTest
 
 /// Every verb answers `--help`, `-h` and `chatvault help VERB` with its own usage and exit 0; the
@@ -66,5 +68,46 @@ final class CLIHelpTests: XCTestCase {
         XCTAssertTrue(unknown.stderr.contains("chatvault help"), unknown.stderr)
         let unknownHelp = try CLI.run(["help", "frobnicate"])
         XCTAssertEqual(unknownHelp.status, 2)
+    }
+}
+
+/// Long work shows progress on a terminal only: never on a pipe, never with --json.
+final class CLIProgressTests: XCTestCase {
+    /// Runs `chatvault args…` on a pseudo-terminal (util-linux `script`): what a person would see.
+    private func onTerminal(_ args: [String]) throws -> CLI.Run {
+        let script = try XCTUnwrap(Subprocess.which("script"), "util-linux script")
+        let command = ([CLI.binary] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let result = try Subprocess.run([script, "-qec", command, "/dev/null"], environment: ProcessInfo.processInfo.environment)
+        return CLI.Run(status: result.status, stdout: String(decoding: result.stdout, as: UTF8.self),
+                       stderr: String(decoding: result.stderr, as: UTF8.self))
+    }
+
+    func testScenariosShowEachAsItRunsOnATerminalOnly() throws {
+        let args = ["scenarios", "--keystore", "memory", "--only", "fresh-create,key-lost"]
+        let seen = try onTerminal(args)
+        XCTAssertEqual(seen.status, 0, seen.stdout)
+        XCTAssertTrue(seen.stdout.contains("running   fresh-create (1 of 2)"), seen.stdout)
+        XCTAssertTrue(seen.stdout.contains("running   key-lost (2 of 2)"), seen.stdout)
+        XCTAssertTrue(seen.stdout.contains("\r\u{1B}[K  ok        key-lost"), "each verdict replaces its running line")
+        let piped = try CLI.run(args)
+        XCTAssertEqual(piped.status, 0, piped.stderr)
+        XCTAssertEqual(piped.stderr, "", "no progress on a pipe")
+        XCTAssertFalse(piped.stdout.contains("running"), piped.stdout)
+        let json = try onTerminal(args + ["--json"])
+        XCTAssertFalse(json.stdout.contains("running"), "no progress with --json, even on a terminal")
+    }
+
+    func testARotationShowsItsProgressOnATerminalOnly() throws {
+        let dir = try TemporaryDirectory.create(prefix: "chatvault-progress")
+        let keys = dir.path + "/keys"
+        let seed = try CLI.run(["seed", "--dir", dir.path + "/root", "--user", "u", "--messages", "200", "--keystore", "file", "--key-dir", keys])
+        XCTAssertEqual(seed.status, 0, seed.stderr)
+        let rotate = ["key", "rotate", "--dir", dir.path + "/root", "--user", "u", "--keystore", "file", "--key-dir", keys]
+        let seen = try onTerminal(rotate)
+        XCTAssertEqual(seen.status, 0, seen.stdout)
+        XCTAssertTrue(seen.stdout.contains("rotating the key: done in"), seen.stdout)
+        let piped = try CLI.run(rotate)
+        XCTAssertEqual(piped.status, 0, piped.stderr)
+        XCTAssertFalse((piped.stdout + piped.stderr).contains("rotating the key"), "no progress on a pipe")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import VaultStore
 
 /// JSON values for `--json` output, built explicitly so field names are stable.
 indirect enum JSON: Sendable, Equatable {
@@ -78,4 +79,51 @@ func emit(_ text: String) {
 /// Writes one line to standard error.
 func complain(_ text: String) {
     FileHandle.standardError.write(Data(("chatvault: " + text + "\n").utf8))
+}
+
+/// Progress for long work, shown only where a person watches: standard error is a terminal and the
+/// output is not `--json`. Never on a pipe or in a file (tests and scripts read clean output).
+struct Progress: Sendable {
+    let enabled: Bool
+
+    init(json: Bool) { enabled = !json && isatty(STDERR_FILENO) == 1 }
+
+    /// Replaces the current progress line (no newline).
+    func show(_ text: String) {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + text).utf8))
+    }
+
+    /// Replaces the progress line with a final one.
+    func finish(_ text: String) {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + text + "\n").utf8))
+    }
+
+    /// Runs `work` while a line ticks its elapsed time ("rotating the key… 3.5 s"), then says how
+    /// long it took. Key changes and exports of a large cache take seconds, with no finer steps to
+    /// report.
+    func during<T>(_ label: String, _ work: () async throws(KeyManagementError) -> T) async throws(KeyManagementError) -> T {
+        guard enabled else { return try await work() }
+        let started = ContinuousClock.now
+        let ticker = Task {
+            while !Task.isCancelled {
+                let elapsed = ContinuousClock.now - started
+                show(String(format: "%@… %.1f s", label, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+        }
+        defer { ticker.cancel() }
+        do {
+            let result = try await work()
+            ticker.cancel()
+            let elapsed = ContinuousClock.now - started
+            finish(String(format: "%@: done in %.1f s", label, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+            return result
+        } catch {
+            ticker.cancel()
+            finish("\(label): stopped")
+            throw error
+        }
+    }
 }

@@ -79,7 +79,9 @@ enum KeyCommand {
         if announce { emit("changing") }
         let report: KeyChangeReport
         do {
-            report = try await body(vault)
+            report = try await Progress(json: common.json).during(verb == "rotated" ? "rotating the key" : "moving the key") {
+                () async throws(KeyManagementError) in try await body(vault)
+            }
         } catch {
             await vault.logout()
             return failure(error, common: common)

@@ -20,7 +20,11 @@ enum RecoveryCommands {
         let vault = try makeVault(common, root: root, encryption: true, behavior: .onlineOnly)
         let report: RecoverySecretReport
         do {
-            report = try await loggedIn(vault, user: user) { vault throws(KeyManagementError) in try await vault.createOfflineRecoverySecret() }
+            report = try await loggedIn(vault, user: user) { vault throws(KeyManagementError) in
+                try await Progress(json: common.json).during("making the recovery secret") { () async throws(KeyManagementError) in
+                    try await vault.createOfflineRecoverySecret()
+                }
+            }
         } catch let error as KeyManagementError {
             return KeyCommand.failure(error, common: common)
         }
@@ -102,7 +106,11 @@ enum RecoveryCommands {
         let vault = try makeVault(common, root: root, encryption: true, behavior: .onlineOnly)
         let report: CacheExportReport
         do {
-            report = try await loggedIn(vault, user: user) { vault throws(KeyManagementError) in try await vault.exportOfflineCache(to: target) }
+            report = try await loggedIn(vault, user: user) { vault throws(KeyManagementError) in
+                try await Progress(json: common.json).during("exporting the cache") { () async throws(KeyManagementError) in
+                    try await vault.exportOfflineCache(to: target)
+                }
+            }
         } catch let error as KeyManagementError {
             return KeyCommand.failure(error, common: common)
         }
@@ -209,7 +217,9 @@ enum RecoveryCommands {
                           _ body: (OfflineVault) async throws(KeyManagementError) -> CacheRestoreReport) async throws -> Int32 {
         let report: CacheRestoreReport
         do {
-            report = try await loggedIn(vault, user: user, body)
+            report = try await loggedIn(vault, user: user) { vault throws(KeyManagementError) in
+                try await Progress(json: common.json).during("restoring the cache") { () async throws(KeyManagementError) in try await body(vault) }
+            }
         } catch let error as KeyManagementError {
             return KeyCommand.failure(error, common: common)
         }

@@ -30,7 +30,10 @@ enum ScenariosCommand {
         let keyRoot = try makePrivateDirectory()
 
         var results: [ScenarioResult] = []
-        for scenario in Catalogue.all where only?.contains(scenario.name) ?? true {
+        let chosen = Catalogue.all.filter { only?.contains($0.name) ?? true }
+        let progress = Progress(json: json)
+        for (index, scenario) in chosen.enumerated() {
+            progress.show("  running   \(scenario.name) (\(index + 1) of \(chosen.count))")
             let result: ScenarioResult
             if !scenario.keystores.contains(keystore) {
                 result = ScenarioResult(name: scenario.name, summary: scenario.summary, expected: nil, observed: nil, listenerCalls: [],
@@ -45,7 +48,9 @@ enum ScenariosCommand {
                 result = await runHere(scenario, keystore: keystore, keyDirectory: "\(keyRoot.path)/keys")
             }
             results.append(result)
-            if !json { FileHandle.standardError.write(Data("  \(result.verdict.padding(toLength: 9, withPad: " ", startingAt: 0)) \(scenario.name)\n".utf8)) }
+            // On a terminal each scenario's verdict replaces its "running" line; on a pipe the
+            // table below says it all.
+            progress.finish("  \(result.verdict.padding(toLength: 9, withPad: " ", startingAt: 0)) \(scenario.name)")
         }
 
         var removed = 0
