@@ -92,49 +92,41 @@ enum CModels {
         return w.finish()
     }
 
-    private static func serverError(_ error: CometChatException, _ w: inout JSONWriter) {
+    /// {"cached": …, "server": … | null, "serverError": {"code", "message"} | null}: both
+    /// phases of a read, each written by its writer (a phase's absence as null).
+    private static func twoPhases<Cached, Server>(_ cached: Cached?, _ server: Result<Server, CometChatException>, capacity: Int = 1024,
+                                                  _ writeCached: (Cached, inout JSONWriter) -> Void,
+                                                  _ writeServer: (Server, inout JSONWriter) -> Void) -> JSONText {
+        var w = JSONWriter(capacity: capacity)
         w.open()
-        w.key("code"); w.string(error.errorCode)
-        w.key("message"); w.string(error.errorDescription)
+        w.key("cached")
+        if let cached { writeCached(cached, &w) } else { w.null() }
+        switch server {
+        case .success(let value):
+            w.key("server"); writeServer(value, &w)
+            w.key("serverError"); w.null()
+        case .failure(let error):
+            w.key("server"); w.null()
+            w.key("serverError")
+            w.open()
+            w.key("code"); w.string(error.errorCode)
+            w.key("message"); w.string(error.errorDescription)
+            w.close()
+        }
         w.close()
+        return w.finish()
     }
 
     /// A two-phase read's result: {"cached": [...] | null, "server": [...] | null, "serverError": {...} | null}.
     static func phases<Item>(cached: [Item]?, server: Result<[Item], CometChatException>,
                              _ write: (Item, inout JSONWriter) -> Void) -> JSONText {
-        var w = JSONWriter(capacity: 512 * max((cached?.count ?? 0) + ((try? server.get())?.count ?? 0), 1))
-        w.open()
-        w.key("cached")
-        if let cached { w.array(cached, write) } else { w.null() }
-        switch server {
-        case .success(let items):
-            w.key("server"); w.array(items, write)
-            w.key("serverError"); w.null()
-        case .failure(let error):
-            w.key("server"); w.null()
-            w.key("serverError"); serverError(error, &w)
-        }
-        w.close()
-        return w.finish()
+        twoPhases(cached, server, capacity: 512 * max((cached?.count ?? 0) + ((try? server.get())?.count ?? 0), 1),
+                  { items, w in w.array(items, write) }, { items, w in w.array(items, write) })
     }
 
     /// A lookup's result: {"cached": item | null, "server": item | null, "serverError": {...} | null}.
     static func lookup<Item>(cached: Item?, server: Result<Item?, CometChatException>, _ write: (Item, inout JSONWriter) -> Void) -> JSONText {
-        var w = JSONWriter()
-        w.open()
-        w.key("cached")
-        if let cached { write(cached, &w) } else { w.null() }
-        switch server {
-        case .success(let item):
-            w.key("server")
-            if let item { write(item, &w) } else { w.null() }
-            w.key("serverError"); w.null()
-        case .failure(let error):
-            w.key("server"); w.null()
-            w.key("serverError"); serverError(error, &w)
-        }
-        w.close()
-        return w.finish()
+        twoPhases(cached, server, write) { item, w in if let item { write(item, &w) } else { w.null() } }
     }
 }
 

@@ -38,15 +38,10 @@ public func cvSimulatorAddMember(_ simulator: OpaquePointer?, _ guid: UnsafePoin
 public func cvSimulatorPostReply(_ simulator: OpaquePointer?, _ from: UnsafePointer<CChar>?, _ receiverType: cv_receiver_type,
                                  _ receiver: UnsafePointer<CChar>?, _ parentId: Int64, _ body: UnsafePointer<CChar>?,
                                  _ idOut: UnsafeMutablePointer<Int64>?, _ out: ErrorOut) -> Bool {
-    guard let box = simulators.get(simulator) else { CError.invalid(out, "not a simulator handle"); return false }
-    guard let from = text(from), let receiver = text(receiver), let body = text(body) else {
-        CError.invalid(out, "sender, receiver and text must be UTF-8 strings")
+    guard parentId > 0 else {
+        // Checked after the handle, as every call does.
+        CError.invalid(out, simulators.get(simulator) == nil ? "not a simulator handle" : "parent_id must be a server id (> 0)")
         return false
     }
-    guard let scope = CEnums.scope(receiverType, receiver) else { CError.invalid(out, "receiver_type is not a cv_receiver_type"); return false }
-    guard parentId > 0 else { CError.invalid(out, "parent_id must be a server id (> 0)"); return false }
-    return simulated(out) {
-        let id = try box.simulator.postText(body, from: from, to: scope, parentId: Int(parentId))
-        idOut?.pointee = Int64(id)
-    }
+    return postText(simulator, from, receiverType, receiver, body, parentId: Int(parentId), idOut, out)
 }

@@ -60,6 +60,12 @@ public func cvSimulatorAddUser(_ simulator: OpaquePointer?, _ uid: UnsafePointer
 public func cvSimulatorPostText(_ simulator: OpaquePointer?, _ from: UnsafePointer<CChar>?, _ receiverType: cv_receiver_type,
                                 _ receiver: UnsafePointer<CChar>?, _ body: UnsafePointer<CChar>?,
                                 _ idOut: UnsafeMutablePointer<Int64>?, _ out: ErrorOut) -> Bool {
+    postText(simulator, from, receiverType, receiver, body, parentId: nil, idOut, out)
+}
+
+/// A text (a reply in `parentId`'s thread when given) posted as the server's truth.
+func postText(_ simulator: OpaquePointer?, _ from: UnsafePointer<CChar>?, _ receiverType: cv_receiver_type, _ receiver: UnsafePointer<CChar>?,
+              _ body: UnsafePointer<CChar>?, parentId: Int?, _ idOut: UnsafeMutablePointer<Int64>?, _ out: ErrorOut) -> Bool {
     guard let box = simulators.get(simulator) else { CError.invalid(out, "not a simulator handle"); return false }
     guard let from = text(from), let receiver = text(receiver), let body = text(body) else {
         CError.invalid(out, "sender, receiver and text must be UTF-8 strings")
@@ -67,7 +73,7 @@ public func cvSimulatorPostText(_ simulator: OpaquePointer?, _ from: UnsafePoint
     }
     guard let scope = CEnums.scope(receiverType, receiver) else { CError.invalid(out, "receiver_type is not a cv_receiver_type"); return false }
     return simulated(out) {
-        let id = try box.simulator.postText(body, from: from, to: scope)
+        let id = try box.simulator.postText(body, from: from, to: scope, parentId: parentId)
         idOut?.pointee = Int64(id)
     }
 }
