@@ -15,7 +15,7 @@ enum Help {
     }
 
     static let verbs: [Verb] = [
-        Verb(name: "scenarios", forms: ["scenarios [--only NAME[,NAME…]] [--keystore secret-service|file|memory] [--json]"],
+        Verb(name: "scenarios", forms: ["scenarios [--only NAME[,NAME…]] [--keystore secret-service|file|memory] [--report FILE.html] [--json]"],
              summary: "Runs the key-loss and corruption scenarios against the real library, files and Secret Service."),
         Verb(name: "seed", forms: ["seed --dir D --user U [--messages N] [--pending P] [--encryption on|off] [--marker TEXT] [--keystore …] [--json]"],
              summary: "Creates a cache with synthetic messages and unsent ones."),

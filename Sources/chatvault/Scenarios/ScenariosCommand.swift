@@ -17,7 +17,9 @@ enum ScenariosCommand {
         let json = args.flag("json")
         let keystore = try args.choice("keystore", default: "secret-service", among: ["secret-service", "file", "memory"])
         let only = args.string("only").map { Set($0.split(separator: ",").map(String.init)) }
+        let report = args.string("report").map(absolutePath)
         try args.rejectUnknown()
+        if let report { try ScenarioReport.checkDestination(report) }
         if let only {
             let unknown = only.subtracting(Catalogue.all.map(\.name))
             if let first = unknown.sorted().first { throw CLIError.usage("no scenario named '\(first)'") }
@@ -58,6 +60,7 @@ enum ScenariosCommand {
             removed = (try? SecretServiceKeyStore().deleteAll(applicationId: ScenarioContext.applicationId)) ?? 0
         }
         let deviating = results.filter { !$0.passed }
+        if let report { try ScenarioReport.write(results, keystore: keystore, to: report) }
         if json {
             emit(render(results, keystore: keystore, removedKeyItems: removed).render())
         } else {
@@ -114,17 +117,22 @@ enum ScenariosCommand {
         }
     }
 
+    static let columns = ["scenario", "verdict", "expected", "observed", "resets (listener)", "lost", "rows kept", "offline", "ms"]
+
+    /// One result's cells, for the text table and the HTML report alike.
+    static func cells(_ r: ScenarioResult) -> [String] {
+        let expected = r.expected.map { e in e.outcome + (e.unavailableReason.map { "(\($0))" } ?? "") + (e.resets.isEmpty ? "" : " " + e.resets.map(\.reason).joined(separator: ",")) } ?? "-"
+        let observed = r.observed.map { o in o.outcome + (o.unavailableReason.map { "(\($0))" } ?? "") } ?? "-"
+        let resets = r.listenerCalls.isEmpty ? "none" : r.listenerCalls.map(\.reason).joined(separator: ",")
+        let lost = r.listenerCalls.map { String($0.pendingMessagesLost) }.joined(separator: ",")
+        let rows = r.observed.map { o in "\(o.messages.map(String.init) ?? "-")/\(o.pending.map(String.init) ?? "-")" } ?? "-"
+        let offline = r.observed.map { $0.offlineEnabled ? "yes" : "no" } ?? "-"
+        return [r.name, r.verdict, expected, observed, resets, lost.isEmpty ? "-" : lost, rows, offline, String(format: "%.0f", r.milliseconds)]
+    }
+
     static func table(_ results: [ScenarioResult]) -> String {
-        var table = Table(header: ["scenario", "verdict", "expected", "observed", "resets (listener)", "lost", "rows kept", "offline", "ms"])
-        for r in results {
-            let expected = r.expected.map { e in e.outcome + (e.unavailableReason.map { "(\($0))" } ?? "") + (e.resets.isEmpty ? "" : " " + e.resets.map(\.reason).joined(separator: ",")) } ?? "-"
-            let observed = r.observed.map { o in o.outcome + (o.unavailableReason.map { "(\($0))" } ?? "") } ?? "-"
-            let resets = r.listenerCalls.isEmpty ? "none" : r.listenerCalls.map(\.reason).joined(separator: ",")
-            let lost = r.listenerCalls.map { String($0.pendingMessagesLost) }.joined(separator: ",")
-            let rows = r.observed.map { o in "\(o.messages.map(String.init) ?? "-")/\(o.pending.map(String.init) ?? "-")" } ?? "-"
-            let offline = r.observed.map { $0.offlineEnabled ? "yes" : "no" } ?? "-"
-            table.rows.append([r.name, r.verdict, expected, observed, resets, lost.isEmpty ? "-" : lost, rows, offline, String(format: "%.0f", r.milliseconds)])
-        }
+        var table = Table(header: columns)
+        table.rows = results.map(cells)
         return table.render() + "\n(rows kept = messages/pending after the scenario's last open)"
     }
 
