@@ -37,7 +37,13 @@ extension MatrixBackend {
             if let from { q.append(("from", from)) }
             let answer = try await call("GET", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(room))/messages", query: q)
             let chunk = answer.json["chunk"]?.arrayValue ?? []
-            for change in try await interpret(chunk, room: room) {
+            // Interpreted oldest first, as every other path does: ids are allocated in that order,
+            // so two messages stamped in the same 16 ms keep their order (a backward chunk lists
+            // newest first, which numbered them the other way round); then newest first again, as
+            // a backward page fills from its anchor.
+            var changes = try await interpret(backward ? Array(chunk.reversed()) : chunk, room: room)
+            if backward { changes.reverse() }
+            for change in changes {
                 guard case .message(let m, _) = change.change, found.count < limit else { continue }
                 if query.hideDeleted, m["deletedAt"] != nil { continue }
                 found.append(m)
