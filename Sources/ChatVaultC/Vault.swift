@@ -14,7 +14,7 @@ final class VaultBox: Sendable {
     private let listeners = Mutex<(next: UInt32, table: [UInt32: any CListener])>((1, [:]))
     /// Sends still waiting for their last stage (their destroy notifiers run at the latest on free),
     /// and which of them holds which local id (known from "pending" on).
-    private let sends = Mutex<(next: UInt64, table: [UInt64: SendCallback], byLocalId: [String: UInt64])>((1, [:], [:]))
+    private let sends = Mutex<(next: UInt64, table: [UInt64: (send: SendCallback, localId: String?)], byLocalId: [String: UInt64])>((1, [:], [:]))
 
     init(vault: OfflineVault, dispatcher: Dispatcher) {
         self.vault = vault
@@ -45,22 +45,27 @@ final class VaultBox: Sendable {
         sends.withLock { s in
             let id = s.next
             s.next += 1
-            s.table[id] = send
+            s.table[id] = (send, nil)
             return id
         }
     }
 
     func finish(_ id: UInt64) {
         sends.withLock { s -> SendCallback? in
-            s.byLocalId = s.byLocalId.filter { $0.value != id }
-            return s.table.removeValue(forKey: id)
+            guard let entry = s.table.removeValue(forKey: id) else { return nil }
+            if let localId = entry.localId { s.byLocalId[localId] = nil }
+            return entry.send
         }?.end()
     }
 
     /// Remembers the local id a send's message was stamped with.
     func name(_ id: UInt64, localId: String?) {
         guard let localId else { return }
-        sends.withLock { s in if s.table[id] != nil { s.byLocalId[localId] = id } }
+        sends.withLock { s in
+            guard s.table[id] != nil else { return }
+            s.table[id]?.localId = localId
+            s.byLocalId[localId] = id
+        }
     }
 
     /// A send whose message was discarded: the seeds give it no final outcome, so its C callback
@@ -77,7 +82,7 @@ final class VaultBox: Sendable {
             listener.unregister(from: vault, id: "c-\(id)")
             listener.end()
         }
-        let pending = sends.withLock { s -> [SendCallback] in defer { s.table = [:]; s.byLocalId = [:] }; return Array(s.table.values) }
+        let pending = sends.withLock { s -> [SendCallback] in defer { s.table = [:]; s.byLocalId = [:] }; return s.table.values.map(\.send) }
         for send in pending { send.end() }
     }
 }
@@ -252,8 +257,8 @@ enum CSettings {
         var s = VaultSettings(applicationId: app, applicationName: try o.string("applicationName"),
                               rootDirectory: try o.string("rootDirectory"), keyStorage: keyStorage, callbackExecutor: executor)
         guard s.hasValidApplicationId else { throw Refused(message: "applicationId must be a reverse-DNS id (letters, digits, . - _)") }
-        if let r = try retry(o, "retry") { s.retry = r }
-        if let r = try retry(o, "reconnect") { s.reconnect = r }
+        if let r = try retry(o, "retry", over: s.retry) { s.retry = r }
+        if let r = try retry(o, "reconnect", over: s.reconnect) { s.reconnect = r }
         if let v = try o.int("escalationThreshold", in: 1...1000) { s.escalationThreshold = v }
         if let q = try o.object("quarantine", allowed: quarantineKeys) {
             s.quarantine = QuarantinePolicy(maxEntries: try q.int("maxEntries", in: 0...1000) ?? s.quarantine.maxEntries,
@@ -281,9 +286,8 @@ enum CSettings {
     }
 
     /// A retry schedule: {"initialDelayMs", "maximumDelayMs", "multiplier" (1…100)}.
-    static func retry(_ o: JSONFields, _ key: String) throws(Refused) -> RetryPolicy? {
+    static func retry(_ o: JSONFields, _ key: String, over base: RetryPolicy) throws(Refused) -> RetryPolicy? {
         guard let r = try o.object(key, allowed: retryKeys) else { return nil }
-        let base = key == "retry" ? RetryPolicy() : VaultSettings(applicationId: "x").reconnect
         let multiplier = try r.double("multiplier") ?? base.multiplier
         guard (1...100).contains(multiplier) else { throw Refused(message: "\(key).multiplier is 1 to 100") }
         let initial = try r.milliseconds("initialDelayMs") ?? base.initialDelay
