@@ -121,6 +121,7 @@ extension OfflineVault {
                 // read (well under a millisecond), and handing it to the queue and back would cost
                 // two thread switches, as much as the read itself.
                 page = (try? cache.reader.sync { db in try read(db, context) }) ?? []
+                audit.readServed()
             }
             hydrateItems(page)
             plan.afterCached?(page)

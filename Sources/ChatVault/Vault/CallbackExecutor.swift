@@ -8,19 +8,21 @@ public import Dispatch
 ///     let executor = CallbackExecutor.custom { work in postToGLibMainLoop(work) }
 public struct CallbackExecutor: Sendable {
     private let post: @Sendable (@escaping @Sendable () -> Void) -> Void
+    /// What the audit journal calls it: `main`, `queue <label>` or `custom`.
+    public let name: String
 
     /// Delivers with `post`.
     public static func custom(_ post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) -> CallbackExecutor {
-        CallbackExecutor(post: post)
+        CallbackExecutor(post: post, name: "custom")
     }
 
     /// `DispatchQueue.main` (the default). The main queue must be serviced (an app's run loop,
     /// `dispatchMain()`), or nothing is delivered.
-    public static var main: CallbackExecutor { queue(.main) }
+    public static var main: CallbackExecutor { CallbackExecutor(post: { work in DispatchQueue.main.async(execute: work) }, name: "main") }
 
     /// A dispatch queue of the app's choosing.
     public static func queue(_ queue: DispatchQueue) -> CallbackExecutor {
-        CallbackExecutor { work in queue.async(execute: work) }
+        CallbackExecutor(post: { work in queue.async(execute: work) }, name: "queue \(queue.label)")
     }
 
     /// Runs `work` later through this executor.

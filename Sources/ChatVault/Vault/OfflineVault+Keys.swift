@@ -15,13 +15,13 @@ extension OfflineVault {
     ///   changed, try again later), `.notEncrypted`, `.noCache` (nobody logged in), or
     ///   `.unfinished` (past the point of no return: the reopen already finished it).
     public func rotateOfflineCacheKey() async throws(KeyManagementError) -> KeyChangeReport {
-        try await changeKey { configuration throws(KeyManagementError) in try KeyManager.rotate(configuration) }
+        try await changeKey(journal: (.keyChanged, "rotated")) { configuration throws(KeyManagementError) in try KeyManager.rotate(configuration) }
     }
 
     /// Moves the cache's key to another configured store (`"secret-service"`, `"file"`, or a
     /// custom store's name); `getOfflineEncryptionStatus()["keyStorage"]` follows.
     public func moveOfflineCacheKey(toStore name: String) async throws(KeyManagementError) -> KeyChangeReport {
-        try await changeKey { configuration throws(KeyManagementError) in try KeyManager.move(configuration, to: name) }
+        try await changeKey(journal: (.keyChanged, "moved")) { configuration throws(KeyManagementError) in try KeyManager.move(configuration, to: name) }
     }
 
     /// Makes a recovery secret for the cache (opt-in): show `report.secret.formatted` to the user
@@ -42,7 +42,9 @@ extension OfflineVault {
     /// - Throws: `.wrongSecret` (nothing changed; attempts are not limited, each takes the key
     ///   derivation's time), `.noRecoverableCache`, `.unavailable`.
     public func recoverOfflineCache(secret: RecoverySecret) async throws(KeyManagementError) -> CacheRestoreReport {
-        try await changeKey { configuration throws(KeyManagementError) in try KeyManager.recover(configuration, secret: secret) }
+        try await changeKey(journal: (.restored, "recovery secret")) { configuration throws(KeyManagementError) in
+            try KeyManager.recover(configuration, secret: secret)
+        }
     }
 
     /// `recoverOfflineCache(secret:)` under the name the key-management issue gives it.
@@ -61,7 +63,9 @@ extension OfflineVault {
 
     /// Restores a quarantined cache whose key is back in its store (`OpenAttempt.restorableCaches`).
     public func restoreQuarantinedOfflineCache(id: String) async throws(KeyManagementError) -> CacheRestoreReport {
-        try await changeKey { configuration throws(KeyManagementError) in try KeyManager.restore(configuration, entry: id) }
+        try await changeKey(journal: (.restored, "quarantine")) { configuration throws(KeyManagementError) in
+            try KeyManager.restore(configuration, entry: id)
+        }
     }
 
     /// Writes the cache (messages, outbox, media, the key wrapped by a one-time secret) to one file
@@ -74,11 +78,15 @@ extension OfflineVault {
     /// Makes an exported cache the logged-in user's cache (the key stored in this machine's key
     /// store); what the current cache holds unsent is merged in, the rest set aside.
     public func importOfflineCache(from path: String, secret: RecoverySecret) async throws(KeyManagementError) -> CacheRestoreReport {
-        try await changeKey { configuration throws(KeyManagementError) in try CacheTransfer.importCache(configuration, from: path, secret: secret) }
+        try await changeKey(journal: (.restored, "import")) { configuration throws(KeyManagementError) in
+            try CacheTransfer.importCache(configuration, from: path, secret: secret)
+        }
     }
 
     /// Runs a key change on the lifecycle queue between a close and a reopen of the cache.
-    private func changeKey<T: Sendable>(_ change: @escaping @Sendable (StoreConfiguration) throws(KeyManagementError) -> T)
+    /// `journal` names what a success leaves in the audit journal (written by the reopen).
+    private func changeKey<T: Sendable>(journal: (kind: AuditEntry.Kind, detail: String)? = nil,
+                                        _ change: @escaping @Sendable (StoreConfiguration) throws(KeyManagementError) -> T)
         async throws(KeyManagementError) -> T {
         let result: Result<T, KeyManagementError> = await withCheckedContinuation { continuation in
             lifecycle.async {
@@ -97,6 +105,7 @@ extension OfflineVault {
                 let outcome: Result<T, KeyManagementError>
                 do throws(KeyManagementError) {
                     outcome = .success(try change(configuration))
+                    if let journal { self.audit.enqueue(AuditEntry(kind: journal.kind, detail: journal.detail)) }
                 } catch {
                     outcome = .failure(error)
                 }

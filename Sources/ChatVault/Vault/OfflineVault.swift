@@ -97,6 +97,8 @@ public final class OfflineVault: Sendable {
     let integrityChecks = IntegrityChecks()
     /// When each conversation's opening was last written (`conversation_opened`), this session.
     let openedConversations = OpenedConversations()
+    /// The audit journal's writer (opens, resets and their delivery, refusals, restores).
+    let audit = OpenAudit()
     /// Login, logout, retries and clears run one at a time, in order, on this queue.
     let lifecycle = DispatchQueue(label: "chatvault.lifecycle")
 
@@ -289,6 +291,7 @@ public final class OfflineVault: Sendable {
                     for dir in [cache.directory.media, cache.directory.outgoing] {
                         try? FileManager.default.removeItem(atPath: dir)
                     }
+                    try? cache.writer.sync { db in try AuditJournal.append([AuditEntry(kind: .cleared, cacheId: cache.cacheId)], in: db) }
                     if let unsent { self.outboxCleared(unsent.0, inFlight: unsent.1) }
                     self.uploadsCleared()
                     self.syncCleared()
@@ -374,8 +377,10 @@ public final class OfflineVault: Sendable {
         }
         let configuration = storeConfiguration(directory: directory, userId: userId, countsTowardEscalation: countsTowardEscalation,
                                                integrityCheckLimit: integrityCheckLimit)
+        audit.openStarting()
         let report = CacheOpener.open(configuration)
         let newState = OfflineState(report.outcome)
+        audit.opened(report, state: newState, directory: directory)
         let attempt = {
             var attempt = OpenAttempt(state: newState, resets: report.resets, notes: report.notes, cacheId: report.cache?.cacheId)
             attempt.restorableCaches = report.restorable
@@ -390,14 +395,17 @@ public final class OfflineVault: Sendable {
             report.cache?.close()
             return done(OpenAttempt(state: state, resets: [], notes: ["superseded by a later login or logout"], cacheId: nil))
         }
-        let listeners = report.resets.isEmpty ? [] : resetListeners.live()
+        let listeners = report.resets.isEmpty ? [] : resetListeners.withIds()
+        let released = report.resets.isEmpty ? [] : resetListeners.released()
         settings.callbackExecutor.execute {
             guard self.session.withLock({ $0.generation == generation }) else {
                 return done(OpenAttempt(state: self.state, resets: [], notes: ["superseded by a later login or logout"], cacheId: nil))
             }
             for reset in report.resets {
-                for listener in listeners { listener.onOfflineCacheReset(reset.reason, reset.pendingMessagesLost) }
+                for (_, listener) in listeners { listener.onOfflineCacheReset(reset.reason, reset.pendingMessagesLost) }
             }
+            self.audit.delivered(report.resets, listeners: listeners.map(\.0), released: released,
+                                 executor: self.settings.callbackExecutor.name, cache: report.cache, directory: directory)
             // Told: the resets are not announced again by later opens.
             CacheOpener.acknowledge(report.resets, in: directory)
             // Before the cache serves and before `done`: `getLastSyncTimestamp()` is right as soon

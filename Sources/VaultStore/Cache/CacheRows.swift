@@ -141,7 +141,7 @@ public enum CacheRows {
             for table in ["messages", "conversations", "outbox", "media", "list_snapshots", "blocked_users", "conversation_opened", "sync_state"] {
                 try db.execute("DELETE FROM \(table)")
             }
-            try db.execute("DELETE FROM kv WHERE key NOT LIKE 'recovery.key.%'")
+            try db.execute("DELETE FROM kv WHERE key NOT LIKE 'recovery.key.%' AND key NOT LIKE 'audit.%'")
         }
         try? db.execute("VACUUM")
         try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
