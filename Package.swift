@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "VaultStore", targets: ["VaultStore"]),
         .library(name: "VaultKeys", targets: ["VaultKeys"]),
         .library(name: "ChatVaultTesting", targets: ["ChatVaultTesting"]),
+        // The scenario kit for an app's own tests: its reset handling audited.
+        .library(name: "ChatVaultAudit", targets: ["ChatVaultAudit"]),
         .library(name: "ChatVaultSimulator", targets: ["ChatVaultSimulator"]),
         .library(name: "ChatVaultMatrix", targets: ["ChatVaultMatrix"]),
         .executable(name: "chatvault", targets: ["chatvault"]),
@@ -48,6 +50,8 @@ let package = Package(
         // Test support shipped for apps' own tests too: a headless gnome-keyring, private buses,
         // a subprocess runner that daemons cannot hang.
         .target(name: "ChatVaultTesting", dependencies: ["VaultKeys", "CCrypto"], swiftSettings: strict),
+        .target(name: "ChatVaultAudit", dependencies: ["ChatVault", "ChatVaultTesting", "ChatVaultSimulator", "VaultKeys", "VaultStore"],
+                swiftSettings: strict),
         // The C API: the public header (and the C side's memory functions), then its Swift
         // implementation over the public API, which translates types and ownership only.
         .target(name: "CChatVault", path: "Sources/CChatVault"),
@@ -63,6 +67,10 @@ let package = Package(
         .testTarget(name: "ChatVaultTests", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),
         .testTarget(name: "ChatVaultSimulatorTests", dependencies: ["ChatVaultSimulator", "ChatVault"], swiftSettings: strict),
         .testTarget(name: "ChatVaultMatrixTests", dependencies: ["ChatVaultMatrix", "ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "CCrypto"], swiftSettings: strict),
+        // The audited sample app and its audit (Examples/audited-app): what an app's test suite does.
+        .target(name: "AuditedApp", dependencies: ["ChatVault"], path: "Examples/audited-app/Sources/AuditedApp", swiftSettings: strict),
+        .testTarget(name: "AuditedAppTests", dependencies: ["AuditedApp", "ChatVaultAudit", "ChatVault"],
+                    path: "Examples/audited-app/Tests/AuditedAppTests", swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["chatvault", "ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

@@ -19,7 +19,7 @@ public enum HeadlessKeyring {
     /// waits until the default collection answers unlocked. The daemon forks; it is waited for
     /// through files, not pipes (see `Subprocess`), so its inherited descriptors cannot hang us.
     public static func start(password: String, environment: [String: String], replace: Bool = false,
-                             log: String? = nil, timeout: TimeInterval = 15) throws {
+                             log: String? = nil, timeout: TimeInterval = 15, busAddress: String? = nil) throws {
         guard let daemon = Subprocess.which("gnome-keyring-daemon") else {
             throw Failure("gnome-keyring-daemon is not installed (Scripts/setup installs gnome-keyring)")
         }
@@ -31,13 +31,13 @@ public enum HeadlessKeyring {
         env["WAYLAND_DISPLAY"] = nil
         let result = try Subprocess.run(arguments, environment: env, input: Array(password.utf8), captureOutput: false, log: log)
         guard result.status == 0 else { throw Failure("gnome-keyring-daemon exited with status \(result.status)") }
-        try waitUntilUnlocked(timeout: timeout)
+        try waitUntilUnlocked(timeout: timeout, busAddress: busAddress)
     }
 
     /// Waits until the default collection reports `Locked = false`. (`--unlock` returns before the
     /// daemon owns its bus name.)
-    public static func waitUntilUnlocked(timeout: TimeInterval = 15) throws {
-        let store = SecretServiceKeyStore(timeout: .seconds(5))
+    public static func waitUntilUnlocked(timeout: TimeInterval = 15, busAddress: String? = nil) throws {
+        let store = SecretServiceKeyStore(timeout: .seconds(5), busAddress: busAddress)
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if (try? store.isDefaultCollectionLocked()) == false { return }
@@ -47,8 +47,8 @@ public enum HeadlessKeyring {
     }
 
     /// Locks the default collection as a screen lock would, and checks that it is locked.
-    public static func lockDefaultCollection() throws {
-        let store = SecretServiceKeyStore()
+    public static func lockDefaultCollection(busAddress: String? = nil) throws {
+        let store = SecretServiceKeyStore(busAddress: busAddress)
         try store.lockDefaultCollection()
         guard try store.isDefaultCollectionLocked() == true else { throw Failure("the default collection did not lock") }
     }

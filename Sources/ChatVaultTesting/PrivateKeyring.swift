@@ -1,0 +1,113 @@
+import Foundation
+public import VaultKeys
+
+/// A Secret Service of its own for one test or audit scenario: a private `dbus-daemon` (nothing
+/// can be activated on it) with an unlocked gnome-keyring whose files live in a temporary home.
+/// Nothing in this process's environment changes, and the user's own keyring is never touched:
+/// key stores reach it through `busAddress`.
+///
+///     let keyring = try PrivateKeyring.start()
+///     let store = SecretServiceKeyStore(busAddress: keyring.busAddress)
+///     try keyring.lock(); try keyring.unlock()
+///     keyring.stopSecretService()      // the bus stays, nothing provides org.freedesktop.secrets
+///     keyring.stop()                   // every process it started, by pid; the files go
+public final class PrivateKeyring: @unchecked Sendable {
+    /// Set in every process the session starts (the bus, the keyring daemon): how they are found.
+    public static let markerVariable = "CHATVAULT_PRIVATE_KEYRING_HOME"
+
+    public let busAddress: String
+    public let home: String
+    private let password: String
+    private let scratch: TemporaryDirectory
+    private let environment: [String: String]
+    private let guardLock = NSLock()
+    private var stopped = false
+
+    /// Starts the bus and, with `secretService`, an unlocked gnome-keyring on it.
+    public static func start(secretService: Bool = true) throws -> PrivateKeyring {
+        let keyring = try PrivateKeyring()
+        do {
+            try keyring.startBus()
+            if secretService { try keyring.startSecretService() }
+        } catch {
+            keyring.stop()
+            throw error
+        }
+        return keyring
+    }
+
+    private init() throws {
+        scratch = try TemporaryDirectory.create(prefix: "chatvault-keyring")
+        home = scratch.path
+        busAddress = "unix:path=\(home)/bus"
+        password = UUID().uuidString
+        var env = ProcessInfo.processInfo.environment
+        for name in ["DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "GNOME_KEYRING_CONTROL", "SSH_AUTH_SOCK"] { env[name] = nil }
+        env[Self.markerVariable] = home
+        env["HOME"] = home
+        env["XDG_DATA_HOME"] = "\(home)/share"
+        env["XDG_CONFIG_HOME"] = "\(home)/config"
+        env["XDG_CACHE_HOME"] = "\(home)/cache"
+        env["XDG_RUNTIME_DIR"] = "\(home)/run"
+        env["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=\(home)/bus"
+        for dir in ["share", "config", "cache", "run"] { mkdir("\(home)/\(dir)", 0o700) }
+        environment = env
+    }
+
+    deinit { stop() }
+
+    private func startBus() throws {
+        guard let daemon = Subprocess.which("dbus-daemon") else {
+            throw HeadlessKeyring.Failure("dbus-daemon is not installed (Scripts/setup installs dbus)")
+        }
+        let config = "\(home)/session.conf"
+        try PrivateBus.configuration(listen: busAddress).write(toFile: config, atomically: true, encoding: .utf8)
+        let result = try Subprocess.run([daemon, "--config-file=\(config)", "--fork", "--nopidfile"], environment: environment,
+                                        captureOutput: false)
+        guard result.status == 0 else { throw HeadlessKeyring.Failure("dbus-daemon exited with status \(result.status)") }
+        let deadline = Date().addingTimeInterval(10)
+        while access("\(home)/bus", F_OK) != 0 {
+            guard Date() < deadline else { throw HeadlessKeyring.Failure("the private bus did not appear within 10 s") }
+            usleep(10_000)
+        }
+    }
+
+    /// Starts (again) an unlocked gnome-keyring on the bus.
+    public func startSecretService() throws {
+        try HeadlessKeyring.start(password: password, environment: environment, replace: true, busAddress: busAddress)
+    }
+
+    /// Locks the default collection, as a screen lock would.
+    public func lock() throws {
+        try HeadlessKeyring.lockDefaultCollection(busAddress: busAddress)
+    }
+
+    /// Unlocks it again (a daemon that replaces the running one, with the password).
+    public func unlock() throws {
+        try startSecretService()
+    }
+
+    /// Ends the keyring daemon: the bus stays, and nothing on it provides the Secret Service.
+    public func stopSecretService() {
+        let daemons = ProcessReaper.processes(withEnvironment: Self.markerVariable, value: home).filter { pid in
+            let comm = FileManager.default.contents(atPath: "/proc/\(pid)/comm").map { String(decoding: $0, as: UTF8.self) } ?? ""
+            return comm.hasPrefix("gnome-keyring")
+        }
+        ProcessReaper.stop(daemons)
+    }
+
+    /// A key store on this keyring.
+    public func keyStore(timeout: Duration = .seconds(10)) -> SecretServiceKeyStore {
+        SecretServiceKeyStore(timeout: timeout, busAddress: busAddress)
+    }
+
+    /// Ends every process the session started (by pid, found by their environment) and removes
+    /// its files. Idempotent.
+    public func stop() {
+        guardLock.lock()
+        defer { guardLock.unlock() }
+        guard !stopped else { return }
+        stopped = true
+        ProcessReaper.stopAll(withEnvironment: Self.markerVariable, value: home)
+    }
+}
