@@ -60,7 +60,7 @@ let package = Package(
                 linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libchatvault.so.0", "-Xlinker", "-rpath=$ORIGIN/chatvault"])]),
         // Tool: audit, scenario, demo and benchmark CLI over the public API (the demo and the
         // outbox benchmark run against the in-process simulator).
-        .executableTarget(name: "chatvault", dependencies: ["ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator", "ChatVaultMatrix", "ChatVaultC", "CChatVault"], swiftSettings: strict),
+        .executableTarget(name: "chatvault", dependencies: ["ChatVault", "ChatVaultAudit", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator", "ChatVaultMatrix", "ChatVaultC", "CChatVault"], swiftSettings: strict),
 
         .testTarget(name: "VaultKeysTests", dependencies: ["VaultKeys", "ChatVaultTesting"], swiftSettings: strict),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultKeys", "CSQLCipher", "ChatVaultTesting"], swiftSettings: strict),
@@ -71,7 +71,7 @@ let package = Package(
         .target(name: "AuditedApp", dependencies: ["ChatVault"], path: "Examples/audited-app/Sources/AuditedApp", swiftSettings: strict),
         .testTarget(name: "AuditedAppTests", dependencies: ["AuditedApp", "ChatVaultAudit", "ChatVault"],
                     path: "Examples/audited-app/Tests/AuditedAppTests", swiftSettings: strict),
-        .testTarget(name: "CLITests", dependencies: ["chatvault", "ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["chatvault", "ChatVault", "ChatVaultAudit", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -95,8 +95,8 @@ final class AuditContext: @unchecked Sendable {
         }
         try await body(app, &record)
         if record.notices.isEmpty { record.notices = app.resetNotices() }
-        let startMs = Int64((started.timeIntervalSince1970 * 1000).rounded(.down))
-        record.journal = vault.offlineAuditJournal().filter { $0.at >= startMs }
+        let since = Int64((started.timeIntervalSince1970 * 1_000_000).rounded(.down))
+        record.journal = vault.offlineAuditJournal().filter { $0.at >= since }
         await vault.logout()
         let elapsed = ContinuousClock.now - clock
         record.milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
@@ -105,8 +105,8 @@ final class AuditContext: @unchecked Sendable {
     }
 
     private static func newResets(_ vault: OfflineVault, since: Date) -> Int {
-        let ms = Int64((since.timeIntervalSince1970 * 1000).rounded(.down))
-        return vault.offlineAuditJournal().filter { $0.at >= ms && $0.kind == .reset && $0.reason != "encryptionChanged" }.count
+        let start = Int64((since.timeIntervalSince1970 * 1_000_000).rounded(.down))
+        return vault.offlineAuditJournal().filter { $0.at >= start && $0.kind == .reset && $0.reason != "encryptionChanged" }.count
     }
 
     static func unavailableReason(_ state: OfflineState) -> String? {

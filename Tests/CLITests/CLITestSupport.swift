@@ -48,3 +48,22 @@ func number(_ value: Any?) -> Double? {
     default: return nil
     }
 }
+
+/// Debian's chromium, headless (Scripts/setup installs it): renders a local page, takes a
+/// screenshot (checked to be a PNG of a page, not a blank) and returns the text of the DOM the
+/// browser built.
+struct HeadlessBrowser {
+    let profile: String
+
+    func render(_ page: String, screenshot: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let chromium = try XCTUnwrap(Subprocess.which("chromium"), "chromium (Scripts/setup installs it)")
+        let browser = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(profile)", "--window-size=1200,800"]
+        let shot = try Subprocess.run(browser + ["--screenshot=\(screenshot)", "file://\(page)"], environment: ProcessInfo.processInfo.environment)
+        XCTAssertEqual(shot.status, 0, String(decoding: shot.stderr, as: UTF8.self), file: file, line: line)
+        let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
+        XCTAssertEqual(Array(png.prefix(8)), [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], "a PNG screenshot", file: file, line: line)
+        XCTAssertGreaterThan(png.count, 10_000, "the screenshot shows a page, not a blank", file: file, line: line)
+        let dom = try Subprocess.run(browser + ["--dump-dom", "file://\(page)"], environment: ProcessInfo.processInfo.environment)
+        return String(decoding: dom.stdout, as: UTF8.self)
+    }
+}

@@ -20,18 +20,7 @@ final class ScenarioReportTests: XCTestCase {
         XCTAssertFalse(page.contains("<script"), "nothing runs")
         XCTAssertFalse(page.contains("http"), "nothing is fetched")
 
-        let chromium = try XCTUnwrap(Subprocess.which("chromium"), "chromium (Scripts/setup installs it)")
-        let browser = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(dir.path)/profile", "--window-size=1200,800"]
-        let screenshot = dir.path + "/report.png"
-        let shot = try Subprocess.run(browser + ["--screenshot=\(screenshot)", "file://\(report)"], environment: ProcessInfo.processInfo.environment)
-        XCTAssertEqual(shot.status, 0, String(decoding: shot.stderr, as: UTF8.self))
-        let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
-        XCTAssertEqual(Array(png.prefix(8)), [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], "a PNG screenshot")
-        XCTAssertGreaterThan(png.count, 10_000, "the screenshot shows a page, not a blank")
-
-        // The page as the browser built it: its text holds the facts.
-        let dom = try Subprocess.run(browser + ["--dump-dom", "file://\(report)"], environment: ProcessInfo.processInfo.environment)
-        let text = String(decoding: dom.stdout, as: UTF8.self)
+        let text = try HeadlessBrowser(profile: dir.path + "/profile").render(report, screenshot: dir.path + "/report.png")
         XCTAssertTrue(text.contains("3 ok, 0 deviating, 0 skipped"), text.prefix(400).description)
         for fact in ["fresh-create", "key-lost", "keyLost", "wrong-key", "wrongKey", "<th>resets (listener)</th>"] {
             XCTAssertTrue(text.contains(fact), "\(fact) is not in the rendered page")

@@ -103,11 +103,16 @@ final class AuditJournalTests: XCTestCase {
         let unlocked = try h.vault()
         await unlocked.login(userId: "alice@example.org")
         XCTAssertEqual(unlocked.state, .ready)
-        h.eventually { !FileManager.default.fileExists(atPath: beside) }
-        let journal = unlocked.offlineAuditJournal()
-        XCTAssertEqual(journal.filter { $0.kind == .refused }.map(\.reason), ["locked"], "moved into the database, once")
-        XCTAssertFalse(journal.contains { $0.kind == .reset }, "a locked keyring is not a reset")
+        XCTAssertEqual(unlocked.offlineAuditJournal().filter { $0.kind == .refused }.map(\.reason), ["locked"])
         await unlocked.logout()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: beside), "moved into the database when the cache closed")
+        let later = try h.vault()
+        await later.login(userId: "alice@example.org")
+        let journal = later.offlineAuditJournal()
+        XCTAssertEqual(journal.filter { $0.kind == .refused }.map(\.reason), ["locked"], "inside the database, once")
+        XCTAssertEqual(journal.filter { $0.kind == .opened }.count, 3, "the first open, the unlocked one and this one")
+        XCTAssertFalse(journal.contains { $0.kind == .reset }, "a locked keyring is not a reset")
+        await later.logout()
     }
 
     func testOnlineOnlyWithoutACacheWritesNothing() async throws {

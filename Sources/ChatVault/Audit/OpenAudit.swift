@@ -6,14 +6,17 @@ public import VaultStore
 /// reset reached the app's reset listeners, and what came back. It owns when and where an entry is
 /// written: into the open cache (inside its encryption), or beside it when none opens.
 ///
-/// An `opened` entry is written after ready, off the lifecycle queue (best effort: a cache closed
-/// at once may miss it); resets and their deliveries are written before the cache serves.
+/// Resets and their deliveries are written before the cache serves. The rest (the `opened` entry,
+/// what waited beside the cache) is kept in memory and written when the cache closes, so an open
+/// costs no extra commit; a process killed before its close loses those entries, never a reset's.
 final class OpenAudit: Sendable {
     private struct State {
         var openStarted = ContinuousClock.now
         var readsServed = 0
         /// Entries made between opens (a restore, a key change), written by the next open.
         var queued: [AuditEntry] = []
+        /// Entries of the open cache not written yet (written at its close).
+        var unwritten: [AuditEntry] = []
     }
 
     private let state = Mutex(State())
@@ -61,14 +64,25 @@ final class OpenAudit: Sendable {
             return
         }
         if !resets.isEmpty { try? cache.writer.sync { db in try AuditJournal.append(resets, in: db) } }
-        let later = entries
-        DispatchQueue.global(qos: .utility).async {
-            _ = try? cache.writer.sync { db in
-                try AuditJournal.absorbBeside(directory: directory, into: db)
-                try AuditJournal.append(later, in: db)
-            }
+        state.withLock { $0.unwritten = entries }
+    }
+
+    /// Writes what the open cache's journal still lacks (and what waited beside it); called just
+    /// before the cache closes.
+    func flush(into cache: VaultCache, directory: CacheDirectory) {
+        let entries = state.withLock { s -> [AuditEntry] in
+            defer { s.unwritten = [] }
+            return s.unwritten
+        }
+        guard !entries.isEmpty || FileManager.default.fileExists(atPath: "\(directory.path)/\(AuditJournal.fileName)") else { return }
+        _ = try? cache.writer.sync { db in
+            try AuditJournal.absorbBeside(directory: directory, into: db)
+            try AuditJournal.append(entries, in: db)
         }
     }
+
+    /// Entries of the open cache not written yet.
+    var pending: [AuditEntry] { state.withLock { $0.unwritten } }
 
     /// A reset was handed to `listeners` (ids) through `executor`; runs on the executor, after the
     /// calls, before the cache serves.
@@ -112,6 +126,7 @@ extension OfflineVault {
         guard let directory else { return [] }
         var all = (try? cache?.reader.sync { db in try AuditJournal.entries(in: db) }) ?? []
         all += AuditJournal.beside(directory)
+        if cache != nil { all += audit.pending }
         return all.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
     }
 }

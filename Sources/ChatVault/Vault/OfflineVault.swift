@@ -331,13 +331,14 @@ public final class OfflineVault: Sendable {
     /// Closes the open (or still delivering) cache, if any, and invalidates timers and pending
     /// deliveries (on the lifecycle queue).
     func closeLocked(state: OfflineState) {
-        let cache = session.withLock { s -> VaultCache? in
+        let (cache, directory) = session.withLock { s -> (VaultCache?, CacheDirectory?) in
             s.generation += 1
             s.retryToken += 1
             s.state = state
             defer { s.cache = nil }
-            return s.cache
+            return (s.cache, s.directory)
         }
+        if let cache, let directory { audit.flush(into: cache, directory: directory) }
         cache?.close()
     }
 

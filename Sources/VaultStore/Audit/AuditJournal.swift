@@ -26,7 +26,7 @@ public struct AuditEntry: Codable, Sendable, Equatable {
         case keyChanged
     }
 
-    /// Milliseconds since 1970.
+    /// Microseconds since 1970 (entries made in the same millisecond keep their order).
     public var at: Int64
     public var kind: Kind
     public var outcome: String?
@@ -43,7 +43,7 @@ public struct AuditEntry: Codable, Sendable, Equatable {
 
     public init(kind: Kind, at: Date = Date(), outcome: String? = nil, reason: String? = nil, pendingMessagesLost: Int? = nil,
                 cacheId: String? = nil, detail: String? = nil) {
-        self.at = Int64((at.timeIntervalSince1970 * 1000).rounded())
+        self.at = Int64((at.timeIntervalSince1970 * 1_000_000).rounded())
         self.kind = kind
         self.outcome = outcome
         self.reason = reason
@@ -52,7 +52,7 @@ public struct AuditEntry: Codable, Sendable, Equatable {
         self.detail = detail
     }
 
-    public var date: Date { Date(timeIntervalSince1970: Double(at) / 1000) }
+    public var date: Date { Date(timeIntervalSince1970: Double(at) / 1_000_000) }
 }
 
 /// Where the journal lives: inside the encrypted database (`kv` rows `audit.<seq>`) whenever one

@@ -23,6 +23,8 @@ enum Help {
              summary: "Opens a cache as an app would and reports what the open procedure decided."),
         Verb(name: "status", forms: ["status --dir D [--user U] [--marker TEXT] [--json]"],
              summary: "Reports a cache's files, modes, manifest and encryption, without opening it."),
+        Verb(name: "audit", forms: ["audit --dir D [--user U] [--json] [--html FILE] [--runs FILE[,FILE…]] [--keystore …]"],
+             summary: "What happened to a cache over time: opens, resets and their delivery, refusals, restores."),
         Verb(name: "outbox", forms: ["outbox --dir D --user U [--keystore …] [--json]"],
              summary: "Lists the unsent messages of a cache (ids and states, never text)."),
         Verb(name: "key", forms: [

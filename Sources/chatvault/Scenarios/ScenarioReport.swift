@@ -7,23 +7,27 @@ import Foundation
 /// message text, a user id or key material. Written 0600, atomically (a temporary file renamed).
 enum ScenarioReport {
     /// Refuses a destination whose directory does not exist, before any scenario runs.
-    static func checkDestination(_ path: String) throws {
+    static func checkDestination(_ path: String, option: String = "--report") throws {
         var isDirectory: ObjCBool = false
         let directory = (path as NSString).deletingLastPathComponent
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw CLIError.usage("--report: no directory \(directory)")
+            throw CLIError.usage("\(option): no directory \(directory)")
         }
     }
 
     static func write(_ results: [ScenarioResult], keystore: String, to path: String) throws {
-        let page = html(results, keystore: keystore, at: Date())
+        try writePage(html(results, keystore: keystore, at: Date()), to: path, option: "--report")
+    }
+
+    /// Writes a page 0600 through a temporary file renamed over `path`.
+    static func writePage(_ page: String, to path: String, option: String) throws {
         let temporary = path + ".tmp-\(getpid())"
         guard FileManager.default.createFile(atPath: temporary, contents: Data(page.utf8), attributes: [.posixPermissions: 0o600]) else {
-            throw CLIError.failure("--report: \(path) could not be written")
+            throw CLIError.failure("\(option): \(path) could not be written")
         }
         guard rename(temporary, path) == 0 else {
             unlink(temporary)
-            throw CLIError.failure("--report: \(path) could not be written")
+            throw CLIError.failure("\(option): \(path) could not be written")
         }
     }
 

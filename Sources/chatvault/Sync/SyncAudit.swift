@@ -24,37 +24,10 @@ struct SyncAudit {
 
     static func read(directory: CacheDirectory, manifest: Manifest?, header: CipherProof.Header, key: CacheKey?, inUse: Bool,
                      now: Int64 = Int64(Date().timeIntervalSince1970)) -> SyncAudit {
-        func unavailable(_ why: String) -> SyncAudit { SyncAudit(record: nil, unavailable: why, now: now) }
-        guard let manifest else { return unavailable("no valid manifest") }
-        var wal = stat()
-        if !inUse, lstat(directory.database + "-wal", &wal) == 0, wal.st_size > 0 {
-            return unavailable("a process that did not close the cache left a write-ahead log; reading now would fold it in, "
-                               + "so the sync state is read after the next open")
-        }
-        let keying: ConnectionKeying
-        switch header {
-        case .missing, .empty: return unavailable("no database")
-        case .unreadable: return unavailable("the database cannot be read")
-        case .plaintext:
-            guard !manifest.encrypted else { return unavailable("the database disagrees with its manifest") }
-            keying = .plaintext
-        case .opaque:
-            guard let key else { return unavailable("the cache's key is not at hand") }
-            keying = .encrypted(key, manifest.cipherProfile ?? .standard())
-        }
-        var options = ConnectionOptions()
-        options.readOnly = true
-        options.busyTimeoutMs = 500
-        options.pageCacheKiB = 256
-        do {
-            let queue = try DatabaseQueue(path: directory.database, keying: keying, options: options, label: "status.sync")
-            defer { queue.close() }
-            let record = try queue.sync { db in try SyncStateRows.load(in: db) }
-            return SyncAudit(record: record, unavailable: nil, now: now)
-        } catch let error as DatabaseError {
-            return unavailable("the sync state could not be read (SQLite \(error.extendedCode))")
-        } catch {
-            return unavailable("the sync state could not be read")
+        switch ReadOnlyCache.read(directory: directory, manifest: manifest, header: header, key: key, inUse: inUse, what: "the sync state",
+                                  { db in try SyncStateRows.load(in: db) }) {
+        case .success(let record): return SyncAudit(record: record, unavailable: nil, now: now)
+        case .failure(let why): return SyncAudit(record: nil, unavailable: why.description, now: now)
         }
     }
 
