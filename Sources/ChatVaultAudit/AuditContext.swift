@@ -16,8 +16,14 @@ final class AuditContext: @unchecked Sendable {
     /// What the first read asks for: the conversation's latest page.
     static let pageSize = 50
 
+    /// How the app under audit is started.
+    enum AppSource: Sendable {
+        case factory(AuditAppFactory)
+        case command(CommandApp)
+    }
+
     let name: String
-    let factory: AuditAppFactory
+    let source: AppSource
     let keyring: PrivateKeyring
     private let scratch: TemporaryDirectory
     let server: ChatVaultSimulator
@@ -27,14 +33,17 @@ final class AuditContext: @unchecked Sendable {
     /// Unsent messages the seed left (texts and a media message).
     private(set) var seededPending = 0
 
-    init(name: String, factory: @escaping AuditAppFactory, secretService: Bool = true) throws {
+    init(name: String, source: AppSource, secretService: Bool = true) throws {
         self.name = name
-        self.factory = factory
-        scratch = try TemporaryDirectory.create(prefix: "chatvault-audit")
+        self.source = source
+        scratch = try TemporaryDirectory.create(prefix: "chatvault-audit-\(getpid())")
         keyring = try PrivateKeyring.start(secretService: secretService)
         server = ChatVaultSimulator(seed: 11)
         try server.addUsers(Self.user, Self.peer)
         device = server.client(for: Self.user)
+        // A program brings its own server; the kit's own steps (`KitApp`) must not read this
+        // one's (empty) truth over the program's cached messages.
+        if case .command = source { device.network = .offline }
     }
 
     deinit { keyring.stop() }
@@ -63,6 +72,11 @@ final class AuditContext: @unchecked Sendable {
     @discardableResult
     func launch(_ step: String, encryption: Bool = true, behavior: EncryptionFailureBehavior = .onlineOnly,
                 during: ((any AuditableApp) async throws -> Void)? = nil) async throws -> LaunchRecord {
+        if case .command(let command) = source, during == nil {
+            let record = try runCommand(command, step: step, encryption: encryption, behavior: behavior)
+            launches.append(record)
+            return record
+        }
         let record = try await open(step, encryption: encryption, behavior: behavior) { app, record in
             try await during?(app)
             record.notices = app.resetNotices()
@@ -76,7 +90,12 @@ final class AuditContext: @unchecked Sendable {
               _ body: (any AuditableApp, inout LaunchRecord) async throws -> Void) async throws -> LaunchRecord {
         let started = Date()
         let clock = ContinuousClock.now
-        let app = try await factory(environment(encryption: encryption, behavior: behavior))
+        let env = environment(encryption: encryption, behavior: behavior)
+        let app: any AuditableApp
+        switch source {
+        case .factory(let factory): app = try await factory(env)
+        case .command: app = try KitApp(env)   // a step only the kit can do (see `CommandApp`)
+        }
         await app.launch(userId: Self.user)
         let vault = app.vault
         // The app's first screen reads now: what does it show at that moment?
@@ -114,9 +133,32 @@ final class AuditContext: @unchecked Sendable {
         return nil
     }
 
+    /// A program's launch: run, report read, journal read from outside.
+    private func runCommand(_ command: CommandApp, step: String, encryption: Bool, behavior: EncryptionFailureBehavior) throws -> LaunchRecord {
+        let started = Date()
+        let clock = ContinuousClock.now
+        let report = try command.run(step: step == "seed" ? "seed" : "launch", context: self, encryption: encryption, behavior: behavior)
+        let since = Int64((started.timeIntervalSince1970 * 1_000_000).rounded(.down))
+        let elapsed = ContinuousClock.now - clock
+        return LaunchRecord(step: step, state: report.state, unavailableReason: report.unavailableReason, offlineEnabled: report.offlineEnabled,
+                            atRest: report.status?.atRest ?? "NONE", keyStorage: report.status?.keyStorage ?? "NONE",
+                            journal: JournalReader.read(directory, keyStore: keyStore).filter { $0.at >= since },
+                            noticesAtFirstRead: report.noticesAtFirstRead, notices: report.notices, cachedMessages: report.cachedMessages,
+                            pendingMessages: report.pendingMessages,
+                            milliseconds: Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+    }
+
     /// The first launch: the server holds `seededMessages` from the peer; the app reads them
     /// (cached by the read), then, offline, sends texts and a photo that stay unsent.
     func seed(encryption: Bool = true) async throws {
+        if case .command(let command) = source {
+            let seeded = try runCommand(command, step: "seed", encryption: encryption, behavior: .onlineOnly)
+            seededPending = seeded.pendingMessages ?? 0
+            guard seeded.state == "ready", seededPending == Self.seededTexts + 1 else {
+                throw AuditError.seedFailed("the program did not seed its cache (\(seeded.state), \(seededPending) unsent)")
+            }
+            return
+        }
         for i in 0..<Self.seededMessages {
             _ = try server.postText("audit message \(i)", from: Self.peer, to: .user(Self.user))
         }
@@ -179,11 +221,13 @@ final class AuditContext: @unchecked Sendable {
 public enum AuditError: Error, Sendable, CustomStringConvertible {
     case seedFailed(String)
     case unknownScenario(String)
+    case commandFailed(String)
 
     public var description: String {
         switch self {
         case .seedFailed(let why): return "the scenario could not be set up: \(why)"
         case .unknownScenario(let name): return "no scenario named \(name)"
+        case .commandFailed(let why): return "the app's program failed: \(why)"
         }
     }
 }

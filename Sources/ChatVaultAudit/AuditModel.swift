@@ -83,6 +83,11 @@ public struct AuditReport: Codable, Sendable {
     public var scenarios: [ScenarioRun]
     public var milliseconds: Double
 
+    public init(scenarios: [ScenarioRun], milliseconds: Double) {
+        self.scenarios = scenarios
+        self.milliseconds = milliseconds
+    }
+
     public var findings: [AuditFinding] { scenarios.flatMap(\.findings) }
     /// The findings about the app's reset handling (the library's own are apart).
     public var appFindings: [AuditFinding] { findings.filter(\.isAboutTheApp) }

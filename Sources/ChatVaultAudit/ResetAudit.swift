@@ -17,10 +17,19 @@ import VaultStore
 /// which executor, and whether any cached read came first; the app's `resetNotices()` says what
 /// the user saw. Every deviation is an `AuditFinding`.
 public struct ResetAudit: Sendable {
-    public let factory: AuditAppFactory
+    private let source: AuditContext.AppSource
 
+    /// Audits a Swift app: `factory` builds it for each launch.
     public init(factory: @escaping AuditAppFactory) {
-        self.factory = factory
+        source = .factory(factory)
+    }
+
+    /// Audits a program (a C app through the C ABI): run once per launch with the protocol
+    /// `CommandApp` describes (`arguments[0]` is its path), `environment` added to this
+    /// process's. Steps a program cannot be asked to do (hold the cache while a second instance
+    /// starts, make a recovery secret, restore from the quarantine) are done by the kit's own vault.
+    public init(command arguments: [String], environment: [String: String] = [:]) {
+        source = .command(CommandApp(arguments: arguments, environment: environment))
     }
 
     /// The scenario names, in the order `run()` runs them.
@@ -43,7 +52,7 @@ public struct ResetAudit: Sendable {
     public func run(scenario name: String) async throws -> ScenarioRun {
         guard let scenario = AuditCatalogue.all.first(where: { $0.name == name }) else { throw AuditError.unknownScenario(name) }
         let clock = ContinuousClock.now
-        let context = try AuditContext(name: name, factory: factory, secretService: scenario.secretService)
+        let context = try AuditContext(name: name, source: source, secretService: scenario.secretService)
         defer { context.keyring.stop() }
         try await scenario.body(context)
         var run = ScenarioRun(name: name, summary: scenario.summary, launches: context.launches, findings: context.findings,

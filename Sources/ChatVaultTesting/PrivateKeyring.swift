@@ -14,6 +14,12 @@ public import VaultKeys
 public final class PrivateKeyring: @unchecked Sendable {
     /// Set in every process the session starts (the bus, the keyring daemon): how they are found.
     public static let markerVariable = "CHATVAULT_PRIVATE_KEYRING_HOME"
+    /// The pid of the process that started the session, also set in every process of it: a
+    /// session whose owner died (a test run killed with SIGKILL) is ended by the next `start`.
+    public static let ownerVariable = "CHATVAULT_PRIVATE_KEYRING_OWNER"
+    /// Temporary directories named `<prefix>-<owner pid>-…` are removed by `start` once their owner
+    /// is gone.
+    public static let scratchPrefixes = ["chatvault-keyring", "chatvault-audit"]
 
     public let busAddress: String
     public let home: String
@@ -25,6 +31,7 @@ public final class PrivateKeyring: @unchecked Sendable {
 
     /// Starts the bus and, with `secretService`, an unlocked gnome-keyring on it.
     public static func start(secretService: Bool = true) throws -> PrivateKeyring {
+        reapOrphans()
         let keyring = try PrivateKeyring()
         do {
             try keyring.startBus()
@@ -37,13 +44,14 @@ public final class PrivateKeyring: @unchecked Sendable {
     }
 
     private init() throws {
-        scratch = try TemporaryDirectory.create(prefix: "chatvault-keyring")
+        scratch = try TemporaryDirectory.create(prefix: "chatvault-keyring-\(getpid())")
         home = scratch.path
         busAddress = "unix:path=\(home)/bus"
         password = UUID().uuidString
         var env = ProcessInfo.processInfo.environment
         for name in ["DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "GNOME_KEYRING_CONTROL", "SSH_AUTH_SOCK"] { env[name] = nil }
         env[Self.markerVariable] = home
+        env[Self.ownerVariable] = String(getpid())
         env["HOME"] = home
         env["XDG_DATA_HOME"] = "\(home)/share"
         env["XDG_CONFIG_HOME"] = "\(home)/config"
@@ -99,6 +107,26 @@ public final class PrivateKeyring: @unchecked Sendable {
     /// A key store on this keyring.
     public func keyStore(timeout: Duration = .seconds(10)) -> SecretServiceKeyStore {
         SecretServiceKeyStore(timeout: timeout, busAddress: busAddress)
+    }
+
+    /// Ends the sessions (and removes the scratch directories) of owners that died without
+    /// ending them: a killed run leaves nothing that makes the next one differ.
+    public static func reapOrphans() {
+        let orphans = ProcessReaper.processes(withEnvironmentName: ownerVariable).filter { entry in
+            guard let owner = pid_t(entry.value) else { return true }
+            return !ProcessReaper.isAlive(owner)
+        }.map(\.pid)
+        ProcessReaper.stop(orphans)
+        var base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
+        while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? [] {
+            for prefix in scratchPrefixes where name.hasPrefix(prefix + "-") {
+                let owner = name.dropFirst(prefix.count + 1).prefix { $0 != "-" }
+                if let pid = pid_t(owner), pid != getpid(), !ProcessReaper.isAlive(pid) {
+                    try? FileManager.default.removeItem(atPath: "\(base)/\(name)")
+                }
+            }
+        }
     }
 
     /// Ends every process the session started (by pid, found by their environment) and removes

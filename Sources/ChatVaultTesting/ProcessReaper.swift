@@ -24,6 +24,20 @@ public enum ProcessReaper {
         return found
     }
 
+    /// Live processes (not this one) whose initial environment sets `name`, with its value.
+    public static func processes(withEnvironmentName name: String) -> [(pid: pid_t, value: String)] {
+        let prefix = Array("\(name)=".utf8)
+        var found: [(pid_t, String)] = []
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = pid_t(entry), pid != getpid(), isAlive(pid),
+                  let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { continue }
+            for variable in environ.split(separator: 0, omittingEmptySubsequences: true) where variable.starts(with: prefix) {
+                found.append((pid, String(decoding: variable.dropFirst(prefix.count), as: UTF8.self)))
+            }
+        }
+        return found
+    }
+
     /// Whether `pid` is running (a zombie has finished: only its parent's `wait` is missing).
     public static func isAlive(_ pid: pid_t) -> Bool {
         guard let stat = FileManager.default.contents(atPath: "/proc/\(pid)/stat"),

@@ -18,6 +18,7 @@ do {
     case "open": status = try await OpenCommand.run(rest)
     case "status": status = try StatusCommand.run(rest)
     case "audit": status = try AuditCommand.run(rest)
+    case "audit-app": status = try await AuditAppCommand.run(rest)
     case "outbox": status = try await OutboxCommand.run(rest)
     case "key": status = try await KeyCommand.run(rest)
     case "recover": status = try await RecoveryCommands.recover(rest)

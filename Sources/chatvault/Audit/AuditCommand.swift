@@ -219,12 +219,7 @@ struct ScenarioRuns {
     static func load(_ path: String) throws -> ScenarioRuns {
         guard let data = FileManager.default.contents(atPath: path) else { throw CLIError.failure("--runs: cannot read \(path)") }
         if let report = try? AuditReport.decode(data) {
-            return ScenarioRuns(title: "ResetAudit runs (\((path as NSString).lastPathComponent))", rows: report.scenarios.map { run in
-                let resets = run.launches.flatMap(\.resets).map { "\($0.reason ?? "?")(\(CacheHistory.lost($0.pendingMessagesLost)))" }
-                return Row(name: run.name, verdict: run.findings.isEmpty ? "ok" : "\(run.findings.count) finding\(run.findings.count == 1 ? "" : "s")",
-                           resets: resets.isEmpty ? "no reset" : resets.joined(separator: ", "),
-                           notes: run.findings.map { "\($0.kind.rawValue): expected \($0.expected); seen \($0.seen)" })
-            })
+            return ScenarioRuns(report, title: "ResetAudit runs (\((path as NSString).lastPathComponent))")
         }
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
               let scenarios = object["scenarios"] as? [[String: Any]] else {
@@ -235,6 +230,21 @@ struct ScenarioRuns {
             return Row(name: s["name"] as? String ?? "?", verdict: s["verdict"] as? String ?? "?",
                        resets: calls.isEmpty ? "no reset" : calls.joined(separator: ", "), notes: s["deviations"] as? [String] ?? [])
         })
+    }
+
+    init(title: String, rows: [Row]) {
+        self.title = title
+        self.rows = rows
+    }
+
+    init(_ report: AuditReport, title: String) {
+        self.title = title
+        rows = report.scenarios.map { run in
+            let resets = run.launches.flatMap(\.resets).map { "\($0.reason ?? "?")(\(CacheHistory.lost($0.pendingMessagesLost)))" }
+            return Row(name: run.name, verdict: run.findings.isEmpty ? "ok" : "\(run.findings.count) finding\(run.findings.count == 1 ? "" : "s")",
+                       resets: resets.isEmpty ? "no reset" : resets.joined(separator: ", "),
+                       notes: run.findings.map { "\($0.kind.rawValue): expected \($0.expected); seen \($0.seen)" })
+        }
     }
 
     var json: JSON {

@@ -1,3 +1,4 @@
+import ChatVaultAudit
 import Foundation
 import VaultStore
 
@@ -10,6 +11,56 @@ enum AuditPage {
         try ScenarioReport.writePage(html(history, runs: runs, at: Date()), to: path, option: "--html")
     }
 
+    /// The kit's runs alone (`chatvault audit-app --html`): the same runs table, no cache history.
+    static func writeRuns(_ report: AuditReport, to path: String) throws {
+        let runs = ScenarioRuns(report, title: "ResetAudit runs")
+        let e = ScenarioReport.escape
+        let page = """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8">
+            <title>ChatVault app audit</title>
+            <style>\(style)</style></head>
+            <body>
+            <h1>ChatVault app audit</h1>
+            <p id="summary">\(report.scenarios.count) scenarios, \(report.appFindings.count) findings about the app, \
+            \(report.libraryFindings.count) about the library; \(Int(report.milliseconds)) ms. Written \(e(ISO8601DateFormatter().string(from: Date()))).</p>
+            \(table(runs))
+            </body></html>
+            """
+        try ScenarioReport.writePage(page, to: path, option: "--html")
+    }
+
+    static let style = """
+        body { font: 14px/1.4 sans-serif; margin: 2em; color: #222; }
+        h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.5em; }
+        table { border-collapse: collapse; width: 100%; }
+        th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
+        th { background: #eee; }
+        tr.reset td, tr.deviates td { background: #fde8e8; }
+        tr.alarm td { background: #f8c8c8; font-weight: bold; }
+        tr.delivered td { background: #eef6ee; }
+        tr.refused td { background: #fff6dd; }
+        tr.restored td { background: #e4eefc; }
+        tr.ok td:nth-child(2) { color: #176b1a; font-weight: bold; }
+        dl { display: grid; grid-template-columns: max-content auto; gap: 2px 1em; }
+        dt { font-weight: bold; }
+        """
+
+    static func table(_ run: ScenarioRuns) -> String {
+        let e = ScenarioReport.escape
+        let body = run.rows.map { r in
+            let kind = r.verdict == "ok" ? "ok" : r.verdict == "skipped" ? "skipped" : "deviates"
+            return "<tr class=\"\(kind)\"><td>\(e(r.name))</td><td>\(e(r.verdict))</td><td>\(e(r.resets))</td><td>\(e(r.notes.joined(separator: "; ")))</td></tr>"
+        }.joined(separator: "\n")
+        return """
+            <h2>\(e(run.title))</h2>
+            <table class="runs"><thead><tr><th>scenario</th><th>verdict</th><th>resets (unsent lost)</th><th>findings</th></tr></thead>
+            <tbody>
+            \(body)
+            </tbody></table>
+            """
+    }
+
     static func html(_ history: CacheHistory, runs: [ScenarioRuns], at date: Date) -> String {
         let e = ScenarioReport.escape
         let s = history.summary
@@ -18,38 +69,12 @@ enum AuditPage {
             let kind = entry.kind == .delivered && (entry.listeners ?? []).isEmpty ? "alarm" : entry.kind.rawValue
             return "<tr class=\"\(kind)\"><td>\(e(CacheHistory.time(entry)))</td><td>\(e(event))</td><td>\(e(details))</td></tr>"
         }.joined(separator: "\n")
-        let tables = runs.map { run -> String in
-            let body = run.rows.map { r in
-                let kind = r.verdict == "ok" ? "ok" : r.verdict == "skipped" ? "skipped" : "deviates"
-                return "<tr class=\"\(kind)\"><td>\(e(r.name))</td><td>\(e(r.verdict))</td><td>\(e(r.resets))</td><td>\(e(r.notes.joined(separator: "; ")))</td></tr>"
-            }.joined(separator: "\n")
-            return """
-                <h2>\(e(run.title))</h2>
-                <table class="runs"><thead><tr><th>scenario</th><th>verdict</th><th>resets (unsent lost)</th><th>findings</th></tr></thead>
-                <tbody>
-                \(body)
-                </tbody></table>
-                """
-        }.joined(separator: "\n")
+        let tables = runs.map(table).joined(separator: "\n")
         return """
             <!doctype html>
             <html lang="en"><head><meta charset="utf-8">
             <title>ChatVault cache audit</title>
-            <style>
-            body { font: 14px/1.4 sans-serif; margin: 2em; color: #222; }
-            h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.5em; }
-            table { border-collapse: collapse; width: 100%; }
-            th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
-            th { background: #eee; }
-            tr.reset td, tr.deviates td { background: #fde8e8; }
-            tr.alarm td { background: #f8c8c8; font-weight: bold; }
-            tr.delivered td { background: #eef6ee; }
-            tr.refused td { background: #fff6dd; }
-            tr.restored td { background: #e4eefc; }
-            tr.ok td:nth-child(2) { color: #176b1a; font-weight: bold; }
-            dl { display: grid; grid-template-columns: max-content auto; gap: 2px 1em; }
-            dt { font-weight: bold; }
-            </style></head>
+            <style>\(style)</style></head>
             <body>
             <h1>ChatVault cache audit</h1>
             <dl id="facts">

@@ -25,6 +25,8 @@ enum Help {
              summary: "Reports a cache's files, modes, manifest and encryption, without opening it."),
         Verb(name: "audit", forms: ["audit --dir D [--user U] [--json] [--html FILE] [--runs FILE[,FILE…]] [--keystore …]"],
              summary: "What happened to a cache over time: opens, resets and their delivery, refusals, restores."),
+        Verb(name: "audit-app", forms: ["audit-app [--only a,b] [--json] [--out REPORT.json] [--html FILE] -- PROGRAM [ARGS…]"],
+             summary: "Runs the reset scenario kit over an app that is a program (a C app): findings about its reset handling."),
         Verb(name: "outbox", forms: ["outbox --dir D --user U [--keystore …] [--json]"],
              summary: "Lists the unsent messages of a cache (ids and states, never text)."),
         Verb(name: "key", forms: [
