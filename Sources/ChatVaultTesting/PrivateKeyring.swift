@@ -13,13 +13,14 @@ public import VaultKeys
 ///     keyring.stop()                   // every process it started, by pid; the files go
 public final class PrivateKeyring: @unchecked Sendable {
     /// Set in every process the session starts (the bus, the keyring daemon): how they are found.
-    public static let markerVariable = "CHATVAULT_PRIVATE_KEYRING_HOME"
+    public static let markerVariable = "CHATVAULT_KIT_KEYRING_HOME"
     /// The pid of the process that started the session, also set in every process of it: a
     /// session whose owner died (a test run killed with SIGKILL) is ended by the next `start`.
-    public static let ownerVariable = "CHATVAULT_PRIVATE_KEYRING_OWNER"
-    /// Temporary directories named `<prefix>-<owner pid>-…` are removed by `start` once their owner
+    public static let ownerVariable = "CHATVAULT_KIT_KEYRING_OWNER"
+    /// Temporary files and directories named `<prefix>-<owner pid>-…` (scenario roots, keyring homes,
+    /// `Subprocess`'s captured output) are removed by `start` once their owner
     /// is gone.
-    public static let scratchPrefixes = ["chatvault-keyring", "chatvault-audit"]
+    public static let scratchPrefixes = ["chatvault-keyring", "chatvault-audit", "chatvault-sub"]
 
     public let busAddress: String
     public let home: String

@@ -1,5 +1,6 @@
 import ChatVaultTesting
 import Foundation
+import VaultStore
 import XCTest
 
 /// Transient file-system conditions on real files (C11): a read-only database file or cache
@@ -93,7 +94,10 @@ final class TransientFileSystemTests: XCTestCase {
         XCTAssertEqual(readOnly["outcome"] as? String, "unavailable", "\(readOnly)")
         XCTAssertEqual(readOnly["unavailableReason"] as? String, "readOnly", "\(readOnly)")
         XCTAssertEqual((readOnly["resets"] as? [Any])?.count, 0)
-        XCTAssertEqual(names(dir), files, "no -shm or -wal left behind (one with the file's 0400 would outlive the condition)")
+        // The refusal is journalled beside the cache (audit.json, moved inside at the next open);
+        // nothing else appears.
+        XCTAssertEqual(names(dir), (files + [AuditJournal.fileName]).sorted(),
+                       "no -shm or -wal left behind (one with the file's 0400 would outlive the condition)")
         XCTAssertEqual(bytes(dir), before, "the database and manifest are untouched")
 
         XCTAssertEqual(chmod("\(dir)/cache.db", 0o600), 0)
