@@ -178,6 +178,23 @@ final class BenchCommandTests: XCTestCase {
         XCTAssertFalse(String(decoding: run.stdout, as: UTF8.self).contains("bench message"))
     }
 
+    /// The kit's benchmark runs the whole catalogue over its built-in app: every scenario timed,
+    /// no finding, the floor (the private sessions alone) measured beside it. No timing asserted.
+    func testKitJSONHasEveryScenarioAndTheFloor() throws {
+        let run = try CLI.run(["bench", "kit", "--runs", "1", "--json"])
+        XCTAssertTrue([0, 1].contains(run.status), "exit status \(run.status) (0 within budget, 1 over); stderr: \(run.stderr)")
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(report["findings"] as? Int, 0)
+        XCTAssertEqual(report["scenarios"] as? Int, 17)
+        let medians = try XCTUnwrap(report["scenarioMedianMs"] as? [String: Double])
+        XCTAssertEqual(medians.count, 17)
+        XCTAssertTrue(medians.values.allSatisfy { $0 > 0 }, "\(medians)")
+        let total = try XCTUnwrap(report["totalMedianMs"] as? Double)
+        let floor = try XCTUnwrap(report["floorMs"] as? Double)
+        XCTAssertGreaterThan(floor, 0)
+        XCTAssertGreaterThan(total, floor / 2, "the run includes its sessions")
+    }
+
     func testUsageErrors() throws {
         XCTAssertEqual(try runChatvault(["bench"]).status, 2)
         XCTAssertEqual(try runChatvault(["bench", "nonsense"]).status, 2)
