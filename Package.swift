@@ -69,7 +69,7 @@ let package = Package(
         .testTarget(name: "ChatVaultMatrixTests", dependencies: ["ChatVaultMatrix", "ChatVault", "VaultStore", "VaultKeys", "ChatVaultTesting", "CCrypto"], swiftSettings: strict),
         // The audited sample app and its audit (Examples/audited-app): what an app's test suite does.
         .target(name: "AuditedApp", dependencies: ["ChatVault"], path: "Examples/audited-app/Sources/AuditedApp", swiftSettings: strict),
-        .testTarget(name: "AuditedAppTests", dependencies: ["AuditedApp", "ChatVaultAudit", "ChatVault"],
+        .testTarget(name: "AuditedAppTests", dependencies: ["AuditedApp", "ChatVaultAudit", "ChatVault", "VaultKeys"],
                     path: "Examples/audited-app/Tests/AuditedAppTests", swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["chatvault", "ChatVault", "ChatVaultAudit", "VaultStore", "VaultKeys", "ChatVaultTesting", "ChatVaultSimulator"], swiftSettings: strict),
     ],

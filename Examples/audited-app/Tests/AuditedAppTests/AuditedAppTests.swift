@@ -1,6 +1,7 @@
 import AuditedApp
 import ChatVault
 import ChatVaultAudit
+import VaultKeys
 import XCTest
 
 /// The app under audit, for the kit: its vault and what its banner shows.
@@ -39,6 +40,9 @@ final class AuditedAppTests: XCTestCase {
         let middle = try XCTUnwrap(report.scenarios.first { $0.name == "damaged-middle-page" })
         XCTAssertEqual(middle.launches.first { $0.step == "after" }?.notices, [ResetNotice(reason: .corrupted, unsentMessagesLost: 0)])
         XCTAssertEqual(middle.launches.last?.pendingMessages, 4)
+        // Every key item lived in the scenarios' private keyrings: the test run's own keyring has
+        // none of the kit's application id.
+        XCTAssertEqual(try SecretServiceKeyStore().deleteAll(applicationId: "org.chatvault.audit"), 0)
         let locked = try XCTUnwrap(report.scenarios.first { $0.name == "locked-keyring" })
         XCTAssertEqual(locked.launches.first { $0.step == "after" }?.unavailableReason, "locked")
         XCTAssertEqual(locked.launches.last?.pendingMessages, 4)
@@ -59,5 +63,14 @@ final class AuditedAppTests: XCTestCase {
             XCTAssertEqual(Set(report.findings.map(\.kind)), [kind], "\(variant): \(report.text)")
             XCTAssertEqual(report.libraryFindings, [], "\(variant)")
         }
+    }
+
+    /// The README's "Auditing your app's reset handling" shows ResetHandlingAuditTests.swift as it is
+    /// (this test target compiles and runs it).
+    func testTheReadmeShowsTheCompiledExample() throws {
+        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let example = try String(contentsOf: here.appendingPathComponent("ResetHandlingAuditTests.swift"), encoding: .utf8)
+        let readme = try String(contentsOf: here.appendingPathComponent("../../../../README.md").standardized, encoding: .utf8)
+        XCTAssertTrue(readme.contains("```swift\n" + example + "```\n"), "README.md does not show ResetHandlingAuditTests.swift verbatim")
     }
 }
