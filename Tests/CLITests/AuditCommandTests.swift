@@ -2,26 +2,7 @@ import ChatVault
 import ChatVaultAudit
 import ChatVaultTesting
 import Foundation
-import Synchronization
 import XCTest
-
-/// The smallest app the kit can audit: one listener, kept by the app, its notice set at once.
-final class MinimalAuditedApp: AuditableApp, OfflineCacheResetListener {
-    let vault: OfflineVault
-    private let shown = Mutex<[ResetNotice]>([])
-
-    init(_ env: AuditEnvironment) throws {
-        let settings = VaultSettings(applicationId: "org.example.Minimal", callbackExecutor: .queue(DispatchQueue(label: "minimal.ui")))
-        vault = try OfflineVault(config: env.apply(to: OfflineConfig.Builder().build()), settings: env.apply(to: settings), backend: env.backend)
-        vault.addOfflineCacheResetListener("MINIMAL", self)
-    }
-
-    func onOfflineCacheReset(_ reason: OfflineCacheResetReason, _ pendingMessagesLost: Int) {
-        shown.withLock { $0.append(ResetNotice(reason: reason, unsentMessagesLost: pendingMessagesLost)) }
-    }
-
-    func resetNotices() -> [ResetNotice] { shown.withLock { $0 } }
-}
 
 /// `chatvault audit`: a cache's history from its journal (read-only, with the key), as text, JSON
 /// and a page a browser renders, with the kit's and `chatvault scenarios`' runs beside it.
@@ -39,7 +20,7 @@ final class AuditCommandTests: XCTestCase {
         XCTAssertEqual(try CLI.run(["open"] + cache + keys).status, 0)
 
         // The kit's report (an app's run) and the CLI's own scenarios, as files.
-        let kit = try await ResetAudit { env in try MinimalAuditedApp(env) }.run(["key-lost", "locked-keyring"])
+        let kit = try await ResetAudit { env in try ReferenceAuditedApp(env) }.run(["key-lost", "locked-keyring"])
         XCTAssertEqual(kit.findings, [], kit.text)
         let kitFile = dir.path + "/kit.json"
         try kit.json().write(to: URL(fileURLWithPath: kitFile))

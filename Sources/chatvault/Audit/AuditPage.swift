@@ -16,18 +16,25 @@ enum AuditPage {
         let runs = ScenarioRuns(report, title: "ResetAudit runs")
         let e = ScenarioReport.escape
         let page = """
-            <!doctype html>
-            <html lang="en"><head><meta charset="utf-8">
-            <title>ChatVault app audit</title>
-            <style>\(style)</style></head>
-            <body>
-            <h1>ChatVault app audit</h1>
+            \(head("ChatVault app audit"))
             <p id="summary">\(report.scenarios.count) scenarios, \(report.appFindings.count) findings about the app, \
             \(report.libraryFindings.count) about the library; \(Int(report.milliseconds)) ms. Written \(e(ISO8601DateFormatter().string(from: Date()))).</p>
             \(table(runs))
             </body></html>
             """
         try ScenarioReport.writePage(page, to: path, option: "--html")
+    }
+
+    /// The page up to its first heading.
+    static func head(_ title: String) -> String {
+        """
+        <!doctype html>
+        <html lang="en"><head><meta charset="utf-8">
+        <title>\(ScenarioReport.escape(title))</title>
+        <style>\(style)</style></head>
+        <body>
+        <h1>\(ScenarioReport.escape(title))</h1>
+        """
     }
 
     static let style = """
@@ -71,12 +78,7 @@ enum AuditPage {
         }.joined(separator: "\n")
         let tables = runs.map(table).joined(separator: "\n")
         return """
-            <!doctype html>
-            <html lang="en"><head><meta charset="utf-8">
-            <title>ChatVault cache audit</title>
-            <style>\(style)</style></head>
-            <body>
-            <h1>ChatVault cache audit</h1>
+            \(head("ChatVault cache audit"))
             <dl id="facts">
             <dt>cache id</dt><dd>\(e(history.cacheId ?? "none"))</dd>
             <dt>encrypted</dt><dd>\(history.encrypted ? "yes" : "no")</dd>

@@ -2,11 +2,10 @@ import ChatVault
 import ChatVaultAudit
 import ChatVaultTesting
 import Foundation
-import Synchronization
 
 /// `chatvault bench kit [--runs N] [--json] [-- PROGRAM ARGS…]`: how long the scenario kit takes
-/// over its whole catalogue (budget: ≤ 60 s on a 2-core machine), `N` runs (default 3), over a
-/// small built-in Swift app (one listener, its notice set at once) or the given program (a C app).
+/// over its whole catalogue (budget: ≤ 60 s on a 2-core machine), `N` runs (default 3), over
+/// `ReferenceAuditedApp` (one listener, its notice set at once) or the given program (a C app).
 /// Medians of each run's total and of each scenario. The floor beside it, measured in the same run:
 /// the private D-Bus sessions alone (each scenario starts one, with or without a gnome-keyring,
 /// and ends it), which no scenario can skip.
@@ -26,7 +25,7 @@ enum KitBenchCommand {
             guard let path, access(path, X_OK) == 0 else { throw CLIError.usage("no program \(first)") }
             audit = ResetAudit(command: [path] + program.dropFirst())
         } else {
-            audit = ResetAudit { env in try BuiltInAuditedApp(env) }
+            audit = ResetAudit { env in try ReferenceAuditedApp(env) }
         }
 
         var totals: [Double] = []
@@ -90,24 +89,4 @@ enum KitBenchCommand {
     static func ms(_ d: Duration) -> Double {
         Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
     }
-}
-
-/// The kit bench's app: one reset listener, kept by the app, its notice (with the count) set at
-/// once on the callback executor.
-final class BuiltInAuditedApp: AuditableApp, OfflineCacheResetListener {
-    let vault: OfflineVault
-    private let shown = Mutex<[ResetNotice]>([])
-
-    init(_ env: AuditEnvironment) throws {
-        let settings = VaultSettings(applicationId: "org.chatvault.bench.kit", callbackExecutor: .queue(DispatchQueue(label: "bench.kit.ui")))
-        vault = try OfflineVault(config: env.apply(to: OfflineConfig.Builder().build()), settings: env.apply(to: settings), backend: env.backend)
-        vault.addOfflineCacheResetListener("BANNER", self)
-    }
-
-    func onOfflineCacheReset(_ reason: OfflineCacheResetReason, _ pendingMessagesLost: Int) {
-        guard reason != .encryptionChanged else { return }
-        shown.withLock { $0.append(ResetNotice(reason: reason, unsentMessagesLost: pendingMessagesLost)) }
-    }
-
-    func resetNotices() -> [ResetNotice] { shown.withLock { $0 } }
 }
