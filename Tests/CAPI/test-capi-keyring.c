@@ -104,6 +104,13 @@ int main(int argc, char **argv) {
         /* Without the key the old outbox cannot be read: the count is exact or, as here, unknown. */
         CHECK(heard.lost == 1 || heard.lost == CV_PENDING_COUNT_UNKNOWN, "the unsent message counted: %d", heard.lost);
         CHECK(heard.wrong_thread == 0, "on this thread");
+        /* The journal says so: the reset, and its delivery to this listener before any read. */
+        char *journal = cv_vault_get_audit_journal(vault, NULL);
+        CHECK(journal != NULL && strstr(journal, "\"kind\":\"reset\"") && strstr(journal, "\"reason\":\"keyLost\"")
+                  && strstr(journal, "\"kind\":\"delivered\"") && strstr(journal, "\"listeners\":[\"c-")
+                  && strstr(journal, "\"readsServedBefore\":0"),
+              "the reset and its delivery journalled: %s", journal ? journal : "(null)");
+        cv_free(journal);
     } else if (strcmp(phase, "locked") == 0) {
         CHECK(state == CV_OPEN_UNAVAILABLE, "unavailable while locked: %d", state);
         CHECK(detail != NULL && strcmp(detail, "locked") == 0, "the detail says locked: %s", detail ? detail : "(none)");

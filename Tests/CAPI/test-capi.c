@@ -226,6 +226,13 @@ int main(int argc, char **argv) {
     CHECK(contains(status, "\"keyStorage\":\"SOFTWARE\""), "the key in the software store: %s", status);
     cv_free(status);
     CHECK(cv_vault_get_cache_size(vault, NULL) > 0, "a cache on disk");
+    char *journal = cv_vault_get_audit_journal(vault, &error);
+    CHECK(contains(journal, "\"kind\":\"opened\"") && contains(journal, "\"outcome\":\"ready\""), "the open journalled: %s", journal);
+    CHECK(!contains(journal, "alice"), "no user id in the journal: %s", journal);
+    cv_free(journal);
+    CHECK(cv_vault_get_audit_journal(NULL, &error) == NULL, "no journal for NULL");
+    expect_argument_error(error, "no journal for NULL");
+    error = NULL;
 
     char *page = cv_vault_fetch_messages_sync(vault, CV_RECEIVER_USER, "bob", 30, &error);
     CHECK(contains(page, "\"cached\":[]"), "nothing cached yet: %s", page);

@@ -122,6 +122,8 @@ namespace ChatVault {
 		public bool is_offline_enabled ();
 		[CCode (cname = "cv_vault_get_encryption_status")]
 		public string? get_encryption_status (out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_get_audit_journal")]
+		public string? get_audit_journal (out ChatVault.Error? error = null);
 		[CCode (cname = "cv_vault_get_cache_size")]
 		public int64 get_cache_size (out ChatVault.Error? error = null);
 		[CCode (cname = "cv_vault_clear_offline_cache_sync")]

@@ -119,6 +119,7 @@ _login = _sig("cv_vault_login_sync", ctypes.c_int, _V, ctypes.c_char_p, ctypes.P
 _logout = _sig("cv_vault_logout_sync", ctypes.c_bool, _V, _ErrorOut)
 _enabled = _sig("cv_vault_is_offline_enabled", ctypes.c_bool, _V)
 _status = _sig("cv_vault_get_encryption_status", ctypes.c_void_p, _V, _ErrorOut)
+_journal = _sig("cv_vault_get_audit_journal", ctypes.c_void_p, _V, _ErrorOut)
 _fetch = _sig("cv_vault_fetch_messages_sync", ctypes.c_void_p, _V, ctypes.c_int, ctypes.c_char_p, ctypes.c_int, _ErrorOut)
 _conversations = _sig("cv_vault_fetch_conversations_sync", ctypes.c_void_p, _V, ctypes.c_int, _ErrorOut)
 _send = _sig("cv_vault_send_text", ctypes.c_bool, _V, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, _SEND, ctypes.c_void_p, _DESTROY, _ErrorOut)
@@ -273,6 +274,10 @@ class Vault:
 
     def encryption_status(self):
         return json.loads(_text(_call(_status, self._handle)))
+
+    def audit_journal(self):
+        """The cache's audit journal (opens, resets and their delivery, refusals), oldest first."""
+        return json.loads(_text(_call(_journal, self._handle)))
 
     def fetch_messages(self, receiver, limit=30, group=False):
         return json.loads(_text(_call(_fetch, self._handle, GROUP if group else USER, _b(receiver), limit)))

@@ -39,6 +39,7 @@ def test_a_two_phase_read_online_then_offline(server, tmp_path):
         assert state == chatvault.OpenState.READY and detail is None
         assert vault.is_offline_enabled()
         assert vault.encryption_status()["atRest"] == "SQLCIPHER"
+        assert [(e["kind"], e.get("outcome")) for e in vault.audit_journal()] == [("opened", "ready")]
         first = vault.fetch_messages("bob")
         assert first["cached"] == []
         assert [m["text"] for m in first["server"]] == ["hello from bob"]

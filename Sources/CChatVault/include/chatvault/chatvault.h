@@ -188,6 +188,13 @@ bool cv_vault_is_offline_enabled(cv_vault *vault);
 /* The seeds' encryption status as a JSON object ("enabled", "atRest", "keyStorage",
  * "cipherAvailable", "cipher", "leakage"); cv_free. NULL (with *error) for a bad handle. */
 char *cv_vault_get_encryption_status(cv_vault *vault, cv_error **error);
+/* The cache's audit journal, oldest first, as a JSON array (cv_free): each entry {"at" (ISO 8601),
+ * "kind": "opened" | "reset" | "delivered" | "refused" | "restored" | "cleared" | "keyChanged", and as
+ * the kind has them "outcome", "reason", "pendingMessagesLost", "listeners" (the ids called: a C
+ * listener's is "c-<its id>"), "released", "executor", "onMainThread", "millisecondsAfterOpen",
+ * "readsServedBefore", "cacheId", "detail"}. No message content, user id or key material. NULL
+ * (with *error) for a bad handle; [] before login. */
+char *cv_vault_get_audit_journal(cv_vault *vault, cv_error **error);
 /* Bytes on disk of the user's cache (database, WAL, media); -1 (with *error) for a bad handle. */
 int64_t cv_vault_get_cache_size(cv_vault *vault, cv_error **error);
 /* Deletes the cached data and keeps the cache usable (unsent messages fail as discarded). */
