@@ -61,7 +61,7 @@ enum KitBenchCommand {
         let within = total <= budgetSeconds * 1000 && findings == 0
         if json {
             emit(JSON.object([
-                ("runs", .int(Int64(runs))), ("app", .string(program.isEmpty ? "built-in" : program.joined(separator: " "))),
+                ("runs", .int(Int64(runs))), ("app", .string(program.isEmpty ? "ReferenceAuditedApp" : program.joined(separator: " "))),
                 ("scenarios", .int(Int64(ResetAudit.scenarios.count))), ("totalMedianMs", .double(total)),
                 ("floorMs", .double(floor)), ("budgetMs", .double(budgetSeconds * 1000)), ("findings", .int(Int64(findings))),
                 ("scenarioMedianMs", .object(ResetAudit.scenarios.map { ($0, .double(median(perScenario[$0] ?? []))) })),
@@ -69,7 +69,7 @@ enum KitBenchCommand {
             ]).render())
         } else {
             emit("""
-                scenario kit, whole catalogue (\(ResetAudit.scenarios.count) scenarios) over \(program.isEmpty ? "the built-in Swift app" : program.joined(separator: " ")), \(runs) run\(runs == 1 ? "" : "s"):
+                scenario kit, whole catalogue (\(ResetAudit.scenarios.count) scenarios) over \(program.isEmpty ? "ReferenceAuditedApp" : program.joined(separator: " ")), \(runs) run\(runs == 1 ? "" : "s"):
                   total median \(String(format: "%.2f", total / 1000)) s (budget \(Int(budgetSeconds)) s); floor: \(ResetAudit.scenarios.count) private sessions started and ended, \(String(format: "%.2f", floor / 1000)) s (\(String(format: "%.0f", floor / max(total, 1) * 100)) % of the total)
                   findings over all runs: \(findings)
                 """)
