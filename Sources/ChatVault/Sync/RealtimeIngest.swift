@@ -54,45 +54,53 @@ extension OfflineVault {
             realtime.countDropped()
             return
         }
-        switch parsed {
-        case .received(_, let m), .edited(_, let m), .deleted(_, let m):
-            m.messageStatus = MessageRows.status(of: m, me: me)
-            m.source = .realtime
-        case .reaction(_, let event, _):
-            if let m = event.message {
-                m.messageStatus = MessageRows.status(of: m, me: me)
-                m.source = .realtime
-            }
-        case .receipt:
-            break
-        }
-        if let cache = cache(of: me) {
-            let limits = wireLimits
-            let wrote = (try? await cache.writer.run { db -> Bool in
-                _ = try db.transaction { try RealtimeRows.apply(parsed, me: me, limits: limits, in: db) }
-                return true
-            }) ?? false
-            if wrote { scheduleEviction() }
-        }
-        switch parsed {
-        case .received(_, let m):
-            hydrateMedia([m])
-            autoDownload([m])
-        case .edited(_, let m), .deleted(_, let m):
-            hydrateMedia([m])
-        case .reaction(_, let event, _):
-            if let m = event.message { hydrateMedia([m]) }
-        case .receipt:
-            break
-        }
-        deliverRealtime(parsed)
+        await incoming.commit(realtime: parsed, me: me, cache: cache(of: me), limits: wireLimits)
         // Counted once its delivery is posted: a test that sees the count and then drains the
         // executor has heard it.
         realtime.countIngested()
     }
 
+    /// What the vault's components do with each committed batch, in this order: media first (a
+    /// delivered message carries its cached bytes' path), then the message listeners and streams,
+    /// then eviction. Called once, from `init`.
+    func subscribeToIncoming() {
+        incoming.subscribe { [weak self] committed in
+            guard let self else { return }
+            switch committed {
+            case .realtime(let parsed, _):
+                switch parsed {
+                case .received(_, let m):
+                    self.hydrateMedia([m])
+                    self.autoDownload([m])
+                case .edited(_, let m), .deleted(_, let m):
+                    self.hydrateMedia([m])
+                case .reaction(_, let event, _):
+                    if let m = event.message { self.hydrateMedia([m]) }
+                case .receipt:
+                    break
+                }
+            case .syncPage:
+                break // synced messages are hydrated with their delivery (`deliverSynced`)
+            }
+        }
+        incoming.subscribe { [weak self] committed in
+            guard let self else { return }
+            switch committed {
+            case .realtime(let parsed, _): self.deliverRealtime(parsed)
+            case .syncPage(let applied): self.deliverSynced(applied.inserted)
+            }
+        }
+        incoming.subscribe { [weak self] committed in
+            guard let self else { return }
+            switch committed {
+            case .realtime(_, let wrote): if wrote { self.scheduleEviction() }
+            case .syncPage(let applied): if applied.inserted.count + applied.updated.count > 0 { self.scheduleEviction() }
+            }
+        }
+    }
+
     /// Tells the message listeners (`onMessagesSynced`) and streams (`.synced`) about messages the
-    /// catch-up sync wrote, after its page committed. For the sync engine.
+    /// catch-up sync wrote, after its page committed.
     func deliverSynced(_ messages: [BaseMessage]) {
         guard !messages.isEmpty else { return }
         for m in messages { m.source = .sync }

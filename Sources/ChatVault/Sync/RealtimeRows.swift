@@ -35,31 +35,22 @@ enum RealtimeRows {
     @discardableResult
     static func apply(_ parsed: RealtimeWire.Parsed, me: String, limits: WireLimits, source: MessageSource = .realtime,
                       in db: Database) throws -> Written {
+        // A batch of one: the same checks, status, source and conversation rules as a sync page.
+        let batch = try MessageWriteBatch(me: me, limits: limits, in: db)
         switch parsed {
         case .received(let wire, let m):
-            if let local = m.localMessageId {
-                // An echo of our own send before its acknowledgement: the outbox writes it.
-                if m.senderUid == me, try db.scalarInt("SELECT 1 FROM outbox WHERE local_id = ?", .text(local)) != nil { return .nothing }
-                // A local id another cached message holds is not taken over (it is unique).
-                if try db.scalarInt("SELECT 1 FROM messages WHERE local_id = ? AND server_id IS NOT ?", .text(local), .int(Int64(m.id))) != nil {
-                    m.localMessageId = nil
-                }
-            }
-            let existing = try cachedRow(m.id, in: db)
-            try MessageRows.upsert(wire, m, me: me, source: existing?.source ?? source, in: db)
-            try touchConversation(wire, m, newlyCached: existing == nil, previousFlags: existing?.flags, me: me, limits: limits, in: db)
-            if existing == nil, m.parentMessageId > 0 { try countReply(toParent: m.parentMessageId, me: me, limits: limits, in: db) }
-            return existing == nil ? .inserted : .updated
+            let written = try batch.received(wire, m, source: source)
+            try batch.flush(limits: limits)
+            return written
         case .edited(let wire, let m), .deleted(let wire, let m):
-            guard let existing = try cachedRow(m.id, in: db) else { return .nothing }
-            try MessageRows.upsert(wire, m, me: me, source: existing.source, in: db)
-            try touchConversation(wire, m, newlyCached: false, previousFlags: existing.flags, me: me, limits: limits, in: db)
-            return .updated
+            let written: Written = try batch.changed(wire, m) == nil ? .nothing : .updated
+            try batch.flush(limits: limits)
+            return written
         case .reaction(_, let event, let wire):
-            guard let wire, let m = event.message, let existing = try cachedRow(m.id, in: db) else { return .nothing }
-            try MessageRows.upsert(wire, m, me: me, source: existing.source, in: db)
-            try touchConversation(wire, m, newlyCached: false, previousFlags: existing.flags, me: me, limits: limits, in: db)
-            return .updated
+            guard let wire, let m = event.message else { return .nothing }
+            let written: Written = try batch.changed(wire, m) == nil ? .nothing : .updated
+            try batch.flush(limits: limits)
+            return written
         case .receipt(let receipt):
             try applyReceipt(receipt, me: me, limits: limits, in: db)
             return .nothing

@@ -379,15 +379,8 @@ extension OfflineVault {
             }
             let applied: SyncPageRows.Applied
             do {
-                applied = try await cache.writer.run { db in
-                    try db.transaction { () throws -> SyncPageRows.Applied in
-                        let applied = try SyncPageRows.apply(changes, me: me, limits: limits, serverTime: page.serverTime,
-                                                             inFlight: inFlight, in: db)
-                        try SyncStateRows.advance(token: page.nextToken, serverTime: page.serverTime, in: db)
-                        if let outcome { try SyncStateRows.recordOutcome(outcome, errorCode: nil, in: db) }
-                        return applied
-                    }
-                }
+                applied = try await incoming.commit(page: changes, me: me, cache: cache, limits: limits, serverTime: page.serverTime,
+                                                    nextToken: page.nextToken, outcome: outcome, inFlight: inFlight)
             } catch let problem as SyncStateRows.Problem {
                 pending.cancel()
                 return await recordFailure(phase, Self.syncPointRefused(problem), cache: cache)
@@ -405,11 +398,10 @@ extension OfflineVault {
                 OutgoingCopies.remove(localId: row.localId, in: cache.directory)
                 report(row, failed: .discarded, Self.exception(for: .discarded), final: true)
             }
-            deliverSynced(applied.inserted)
+            // Delivered to the message listeners, hydrated and evicted by the writer's subscribers.
             phase.newCount += applied.inserted.count
             phase.add(applied.inserted)
             phase.add(applied.updated)
-            if applied.inserted.count + applied.updated.count > 0 { scheduleEviction() }
             if let outcome {
                 phase.outcome = .success(outcome == .partial ? .partial : .caughtUp)
                 return phase

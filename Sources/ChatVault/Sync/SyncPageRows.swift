@@ -75,7 +75,7 @@ package enum SyncPageRows {
         !id.isEmpty && id.utf8.count <= 1024
     }
 
-    /// Applies validated changes in order, as a batch (`SyncPageBatch`: the rows end as
+    /// Applies validated changes in order, as a batch (`MessageWriteBatch`: the rows end as
     /// `RealtimeRows.apply` would leave them message by message, each conversation written once).
     /// - Parameters:
     ///   - serverTime: the page's server time (a deletion's time when the log does not carry it).
@@ -83,12 +83,11 @@ package enum SyncPageRows {
     static func apply(_ changes: [SyncChange], me: String, limits: WireLimits, serverTime: Int64, inFlight: Set<String>,
                       in db: Database) throws -> Applied {
         var applied = Applied()
-        let batch = try SyncPageBatch(me: me, limits: limits, in: db)
+        let batch = try MessageWriteBatch(me: me, limits: limits, in: db)
         for change in changes {
             switch change {
             case .upsert(let wire, let m, let encoded):
-                m.messageStatus = MessageRows.status(of: m, me: me)
-                switch try batch.received(wire, m, encoded: encoded) {
+                switch try batch.received(wire, m, source: .sync, encoded: encoded) {
                 case .inserted:
                     applied.inserted.append(m)
                 case .updated:
@@ -111,7 +110,7 @@ package enum SyncPageRows {
     }
 
     /// Marks a cached message deleted; nil when the cache does not hold it (or it no longer decodes).
-    private static func markDeleted(_ id: Int, at time: Int64, me: String, limits: WireLimits, batch: SyncPageBatch,
+    private static func markDeleted(_ id: Int, at time: Int64, me: String, limits: WireLimits, batch: MessageWriteBatch,
                                     in db: Database) throws -> BaseMessage? {
         let stmt = try db.cached("SELECT payload FROM messages WHERE server_id = ?")
         try stmt.bind([.int(Int64(id))])
@@ -123,10 +122,7 @@ package enum SyncPageRows {
         guard case .object(var fields)? = payload else { return nil }
         if fields["deletedAt"]?.doubleValue ?? 0 == 0 { fields["deletedAt"] = .int(max(time, 1)) }
         let wire = JSONValue.object(fields)
-        guard let m = try? WireDecoder(limits: limits, trusted: true).message(wire) else { return nil }
-        m.messageStatus = MessageRows.status(of: m, me: me)
-        guard let source = try batch.changed(wire, m) else { return nil }
-        m.source = source
+        guard let m = try? WireDecoder(limits: limits, trusted: true).message(wire), try batch.changed(wire, m) != nil else { return nil }
         return m
     }
 

@@ -87,8 +87,10 @@ public final class OfflineVault: Sendable {
     let uploads = UploadCore()
     /// The server session and realtime connection.
     let link = LinkCore()
-    /// Realtime ingest: validation, cache writes, message listeners and streams.
+    /// Realtime ingest: validation, message listeners and streams.
     let realtime = RealtimeIngest()
+    /// The one way in: every arriving message is written here and published to the subscribers.
+    let incoming = CacheWriter()
     /// The catch-up sync's sweeps, listeners and streams (the sync point is in the cache).
     let sync = SyncCore()
     /// The media cache (downloads, views, background downloads).
@@ -131,6 +133,7 @@ public final class OfflineVault: Sendable {
         self.backend = backend
         self.wireLimits = wireLimits
         keyStores = settings.makeKeyStores()
+        subscribeToIncoming()
     }
 
     // MARK: - Session

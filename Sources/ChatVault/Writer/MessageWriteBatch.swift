@@ -1,9 +1,10 @@
 import Foundation
 import VaultStore
 
-/// One page of the catch-up log written as a batch, inside the page's transaction: the same rows
-/// as `RealtimeRows.apply` writes message by message (`.received` with `source: .sync`, and
-/// `.deleted` for a deletion), for less work per message:
+/// Messages written as a batch inside the writer's transaction (`CacheWriter`): a page of the
+/// catch-up log, or a realtime event (a batch of one). The one place where an arriving message is
+/// checked against the outbox and the local ids, gets its status and source, and moves its
+/// conversation. For a page, less work per message:
 ///
 /// - each statement is looked up once per page, not once per message;
 /// - a message row is written with one statement: the cached-row check already says whether it is
@@ -16,7 +17,7 @@ import VaultStore
 /// Message rows are written at once, so a later change of the page (a re-delivery, an edit, a
 /// deletion) sees them as the per-message path does. Whatever else reads conversation rows within
 /// the page must `flush()` first, and `forget()` what it changes (a removed conversation).
-final class SyncPageBatch {
+final class MessageWriteBatch {
     private let db: Database
     private let me: String
     private let cachedRow: Statement
@@ -39,11 +40,15 @@ final class SyncPageBatch {
         insert = try db.cached(MessageRows.insertSQL)
     }
 
-    /// `RealtimeRows.apply(.received(wire, m), source: .sync)`; `m.source` is set to how the
-    /// row now stands (`.sync` when new, else how the cached copy first arrived).
+    /// A message that arrived (new, or a new rendering of one the cache holds): written, or updated
+    /// in place keeping how the cached copy first arrived. `m.messageStatus` is resolved here and
+    /// `m.source` set to how the row now stands (`source` when new). A message that is still an
+    /// outbox row (an echo of our own send before its acknowledgement) is left to the outbox; a
+    /// local id another cached message holds is not taken over.
     /// - Parameter encoded: the payload already encoded (`BinaryJSON.encode(wire)`), when the
     ///   caller has it.
-    func received(_ wire: JSONValue, _ m: BaseMessage, encoded: [UInt8]? = nil) throws -> RealtimeRows.Written {
+    func received(_ wire: JSONValue, _ m: BaseMessage, source: MessageSource, encoded: [UInt8]? = nil) throws -> RealtimeRows.Written {
+        m.messageStatus = MessageRows.status(of: m, me: me)
         if let local = m.localMessageId {
             // An echo of our own send before its acknowledgement: the outbox writes it.
             if m.senderUid == me, try db.scalarInt("SELECT 1 FROM outbox WHERE local_id = ?", .text(local)) != nil { return .nothing }
@@ -53,22 +58,26 @@ final class SyncPageBatch {
             }
         }
         let existing = try row(m.id)
-        m.source = existing?.source ?? .sync
+        m.source = existing?.source ?? source
         if let existing {
             let kept = try MessageRows.keepingProgress(wire, m, me: me, in: db)
             try MessageRows.update(kept ?? wire, m, me: me, source: existing.source, encoded: kept == nil ? encoded : nil, statement: update)
         } else {
-            try MessageRows.insert(wire, m, me: me, source: .sync, encoded: encoded, statement: insert)
+            try MessageRows.insert(wire, m, me: me, source: source, encoded: encoded, statement: insert)
         }
         try touch(wire, m, newlyCached: existing == nil, previousFlags: existing?.flags)
         if existing == nil, m.parentMessageId > 0 { try RealtimeRows.countReply(toParent: m.parentMessageId, me: me, limits: limits, in: db) }
         return existing == nil ? .inserted : .updated
     }
 
-    /// `RealtimeRows.apply(.deleted(wire, m))` (and `.edited`): the cached copy replaced, keeping
-    /// how it first arrived; nil when the cache does not hold it, else that source.
+    /// A change to a message (an edit, a deletion, a reaction's new counts): the cached copy
+    /// replaced, keeping how it first arrived (`m.source` set to that, its status resolved); nil
+    /// when the cache does not hold it (inserted alone, an old message would show in a cached
+    /// page without its neighbours), else that source.
     func changed(_ wire: JSONValue, _ m: BaseMessage) throws -> MessageSource? {
+        m.messageStatus = MessageRows.status(of: m, me: me)
         guard let existing = try row(m.id) else { return nil }
+        m.source = existing.source
         try MessageRows.update(try MessageRows.keepingProgress(wire, m, me: me, in: db) ?? wire, m, me: me, source: existing.source, statement: update)
         try touch(wire, m, newlyCached: false, previousFlags: existing.flags)
         return existing.source

@@ -1,0 +1,91 @@
+import ChatVaultSimulator
+import Foundation
+import Synchronization
+import XCTest
+@testable import ChatVault
+import VaultStore
+
+/// The one way in (`CacheWriter`): a realtime event and a page of the catch-up log are written by
+/// the same rules, each message's status and source resolved once, and every committed batch
+/// published to the subscribers in commit order.
+final class CacheWriterTests: XCTestCase, Polling {
+    func harness() async throws -> OutboxHarness {
+        let h = try OutboxHarness()
+        addTeardownBlock { await h.vault.logout() }
+        await h.login()
+        try await waitUntil("connected") { h.client.isConnected }
+        try await waitUntil("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
+        await h.vault.waitForSyncIdle()
+        return h
+    }
+
+    final class Heard: CometChatMessageDelegate, @unchecked Sendable {
+        let edited = Mutex<[BaseMessage]>([])
+        func onMessageEdited(message: BaseMessage) { edited.withLock { $0.append(message) } }
+    }
+
+    /// A message the catch-up cached (`.sync`) and then edited in realtime: the delivered edit says
+    /// how its cached row arrived, as a read of the cache does (it said `.realtime` before the one
+    /// writer resolved it).
+    func testARealtimeChangeIsDeliveredWithTheSourceOfItsCachedRow() async throws {
+        let h = try await harness()
+        // Offline while it is posted: only the page below caches it.
+        h.client.network = .offline
+        try await waitUntil("disconnected") { !h.client.isConnected }
+        let id = try h.simulator.postText("first words", from: "bob", to: .user("alice"))
+        let wire = try XCTUnwrap(h.simulator.messageJSON(id, as: "alice"))
+        let message = try WireDecoder(limits: WireLimits()).message(wire)
+        let cache = try XCTUnwrap(h.vault.openCache)
+        let applied = try await h.vault.incoming.commit(page: [.upsert(wire, message, encoded: BinaryJSON.encode(wire))], me: "alice",
+                                                        cache: cache, limits: WireLimits(), serverTime: 1, nextToken: "t1",
+                                                        outcome: nil, inFlight: [])
+        XCTAssertEqual(applied.inserted.map(\.source), [.sync])
+        h.client.network = .online
+        try await waitUntil("connected again") { h.client.isConnected }
+        await h.vault.waitForSyncIdle()
+
+        let heard = Heard()
+        h.vault.addMessageListener("edits", heard)
+        try h.simulator.edit(id, to: .text("new words"))
+        try await waitUntil("the edit heard") { h.drain(); return !heard.edited.withLock { $0 }.isEmpty }
+        let delivered = try XCTUnwrap(heard.edited.withLock { $0.first })
+        XCTAssertEqual(delivered.source, .sync, "the delivery says how the cached row arrived")
+        let cached = await MessagesRequest.MessageRequestBuilder(vault: h.vault).set(uid: "bob").set(limit: 10).build().fetchPrevious().cached
+        XCTAssertEqual(cached?.first { $0.id == id }?.source, .sync)
+        XCTAssertEqual((cached?.first { $0.id == id } as? TextMessage)?.text, "new words")
+        XCTAssertEqual(delivered.messageStatus, cached?.first { $0.id == id }?.messageStatus, "one status for both")
+    }
+
+    /// Every committed batch reaches a subscriber once, in commit order, after its commit (its
+    /// rows are readable when the subscriber runs).
+    func testSubscribersSeeEachCommittedBatchAfterItsCommit() async throws {
+        let h = try await harness()
+        let seen = Mutex<[String]>([])
+        let cache = try XCTUnwrap(h.vault.openCache)
+        h.vault.incoming.subscribe { committed in
+            let line: String
+            switch committed {
+            case .realtime(let parsed, let wrote):
+                if case .received(_, let m) = parsed {
+                    let stored = (try? cache.reader.sync { db in try db.scalarInt("SELECT count(*) FROM messages WHERE server_id = ?", .int(Int64(m.id))) }) ?? nil
+                    line = "realtime \(m.id) wrote=\(wrote) stored=\(stored ?? -1)"
+                } else {
+                    line = "realtime other"
+                }
+            case .syncPage(let applied):
+                line = "page \(applied.inserted.map(\.id))"
+            }
+            seen.withLock { $0.append(line) }
+        }
+        let first = try h.simulator.postText("one", from: "bob", to: .user("alice"))
+        try await waitUntil("the realtime message") { seen.withLock { $0.contains { $0.hasPrefix("realtime \(first)") } } }
+        let second = try h.simulator.postText("two", from: "bob", to: .user("alice"))
+        let wire = try XCTUnwrap(h.simulator.messageJSON(second, as: "alice"))
+        let message = try WireDecoder(limits: WireLimits()).message(wire)
+        _ = try await h.vault.incoming.commit(page: [.upsert(wire, message, encoded: BinaryJSON.encode(wire))], me: "alice", cache: cache,
+                                              limits: WireLimits(), serverTime: 2, nextToken: "t2", outcome: nil, inFlight: [])
+        let lines = seen.withLock { $0 }
+        XCTAssertEqual(lines.first { $0.hasPrefix("realtime \(first)") }, "realtime \(first) wrote=true stored=1")
+        XCTAssertTrue(lines.contains("page []") || lines.contains("page [\(second)]"), "\(lines)")
+    }
+}
