@@ -206,7 +206,7 @@ extension MatrixBackend {
     /// room for it, or no message in it.
     public func conversation(with id: String, type: ConversationType) async throws(BackendError) -> JSONValue {
         let me = self.me
-        let wanted = type == .group ? "group_\(id)" : [me, id].sorted().joined(separator: "_user_")
+        let wanted = (type == .group ? ConversationID.group(id) : ConversationID.direct(me, id)).rawValue
         if let found = try await allConversations().first(where: { $0["conversationId"]?.stringValue == wanted }) { return found }
         let scope: MessageScope = type == .group ? .group(id) : .user(id)
         guard let room = try await room(for: scope, create: false) else {

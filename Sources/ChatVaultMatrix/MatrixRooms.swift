@@ -46,9 +46,9 @@ struct MatrixRooms: Sendable {
     /// Where a message in `room` goes, as the engine names it.
     func place(room: String, sender: String, me: String) -> (receiver: String, receiverType: ReceiverType, conversationId: String) {
         if let peer = peerOf[room] {
-            return (sender == me ? peer : me, .user, [me, peer].sorted().joined(separator: "_user_"))
+            return (sender == me ? peer : me, .user, ConversationID.direct(me, peer).rawValue)
         }
-        return (room, .group, "group_\(room)")
+        return (room, .group, ConversationID.group(room).rawValue)
     }
 }
 

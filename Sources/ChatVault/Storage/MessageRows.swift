@@ -119,12 +119,9 @@ struct CachedMessageFilter: Sendable {
 /// Rows of the `messages` table. Package-visible for the package's tools (see `cachedPage` and
 /// `writeThrough`); everything else in it is internal.
 package enum MessageRows {
-    /// The SDK's conversation ids: `<uid>_user_<uid>` (sorted) or `group_<guid>`.
+    /// The SDK's conversation id (`ConversationID`) of `scope`, for `me`.
     static func conversationId(for scope: MessageScope, me: String) -> String {
-        switch scope {
-        case .user(let uid): return [me, uid].sorted().joined(separator: "_user_")
-        case .group(let guid): return "group_\(guid)"
-        }
+        ConversationID(scope, me: me).rawValue
     }
 
     static let statusCodes: [MessageStatus] = [.pending, .sending, .sent, .delivered, .read, .failed]

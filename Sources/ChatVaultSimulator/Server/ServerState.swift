@@ -222,11 +222,11 @@ extension ServerState {
     // MARK: Ids
 
     static func directConversationId(_ a: String, _ b: String) -> String {
-        a <= b ? "\(a)_user_\(b)" : "\(b)_user_\(a)"
+        ConversationID.direct(a, b).rawValue
     }
 
     static func groupConversationId(_ guid: String) -> String {
-        "group_\(guid)"
+        ConversationID.group(guid).rawValue
     }
 
     // MARK: Lookups

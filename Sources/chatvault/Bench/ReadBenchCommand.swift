@@ -230,7 +230,7 @@ struct ReadBenchmark {
     private func measure(_ read: Read, _ side: ReadBenchFixture.Side, conversation: Int) async throws -> (Double, PageDigest) {
         switch read {
         case .bareSQLite:
-            let conversationId = [ReadBenchFixture.me, ReadBenchFixture.peer(conversation)].sorted().joined(separator: "_user_")
+            let conversationId = ConversationID.direct(ReadBenchFixture.me, ReadBenchFixture.peer(conversation)).rawValue
             var watch = Stopwatch()
             let digest = try side.cache.reader.sync { db in try Self.bareRead(conversationId, limit: ReadBenchFixture.pageSize, in: db) }
             watch.lap("bareSQLite")

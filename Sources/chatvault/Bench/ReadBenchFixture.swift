@@ -138,7 +138,7 @@ final class ReadBenchFixture {
         let sentAt = 1_700_000_000 + i
         var fields: [String: JSONValue] = [
             "id": .int(Int64(i + 1)),
-            "conversationId": .string([me, peer].sorted().joined(separator: "_user_")),
+            "conversationId": .string(ConversationID.direct(me, peer).rawValue),
             "sender": user(sender),
             "receiver": .string(mine ? peer : me),
             "receiverType": "user",

@@ -42,7 +42,7 @@ struct SyncBenchLog {
     static func member(_ c: Int, _ k: Int) -> String { k == 0 ? me : String(format: "bench-member-%04d-%d", c, k) }
 
     func conversationId(_ c: Int) -> String {
-        isGroup(c) ? "group_\(Self.group(c))" : [Self.me, Self.peer(c)].sorted().joined(separator: "_user_")
+        (isGroup(c) ? ConversationID.group(Self.group(c)) : ConversationID.direct(Self.me, Self.peer(c))).rawValue
     }
 
     /// Message `i` rendered for the benchmark user.
