@@ -74,6 +74,8 @@ final class CacheWriterTests: XCTestCase, Polling {
                 }
             case .syncPage(let applied):
                 line = "page \(applied.inserted.map(\.id))"
+            case .stored(let messages):
+                line = "stored \(messages.map(\.id))"
             }
             seen.withLock { $0.append(line) }
         }
@@ -87,5 +89,32 @@ final class CacheWriterTests: XCTestCase, Polling {
         let lines = seen.withLock { $0 }
         XCTAssertEqual(lines.first { $0.hasPrefix("realtime \(first)") }, "realtime \(first) wrote=true stored=1")
         XCTAssertTrue(lines.contains("page []") || lines.contains("page [\(second)]"), "\(lines)")
+    }
+
+    /// What the app's own calls store (a read's page, a send's acknowledgement) is published too,
+    /// after its commit: the hook a search index (and eviction) subscribes to.
+    func testServerCopiesOfReadsAndSendsArePublishedAfterTheirCommit() async throws {
+        let h = try await harness()
+        let stored = Mutex<[[Int]]>([])
+        let cache = try XCTUnwrap(h.vault.openCache)
+        h.vault.incoming.subscribe { committed in
+            guard case .stored(let messages) = committed else { return }
+            // Committed already: every published message is readable.
+            let readable = messages.allSatisfy { m in
+                ((try? cache.reader.sync { db in try db.scalarInt("SELECT count(*) FROM messages WHERE server_id = ?", .int(Int64(m.id))) }) ?? nil) == 1
+            }
+            stored.withLock { $0.append(readable ? messages.map(\.id) : [-1]) }
+        }
+        let posted = try h.simulator.postText("a page", from: "bob", to: .user("alice"))
+        _ = await MessagesRequest.MessageRequestBuilder(vault: h.vault).set(uid: "bob").set(limit: 30).build().fetchPrevious()
+        XCTAssertTrue(stored.withLock { $0 }.contains { $0.contains(posted) }, "the read's page: \(stored.withLock { $0 })")
+
+        let sent = Mutex<Int?>(nil)
+        for await step in h.vault.send(TextMessage(receiverUid: "bob", text: "an answer", receiverType: .user)) {
+            if case .sent(let m) = step { sent.withLock { $0 = m.id } }
+        }
+        let id = try XCTUnwrap(sent.withLock { $0 })
+        try await waitUntil("the acknowledgement published") { stored.withLock { $0 }.contains { $0 == [id] } }
+        XCTAssertFalse(stored.withLock { $0 }.contains([-1]), "nothing published before its commit")
     }
 }

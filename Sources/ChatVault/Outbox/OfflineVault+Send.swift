@@ -178,11 +178,13 @@ extension OfflineVault {
                     throw Acknowledgements.otherKind
                 }
                 if let me = self.userId {
-                    typed.messageStatus = MessageRows.status(of: typed, me: me)
+                    MessageWriteBatch.resolveStatus(typed, me: me)
                     if let cache = self.openCache {
-                        _ = try? await cache.writer.run { db in try MessageRows.upsert(ack, typed, me: me, source: .realtime, in: db) }
+                        let stored = (try? await cache.writer.run { db in
+                            try MessageWriteBatch.storeServerCopy(ack, typed, me: me, source: .realtime, in: db)
+                        }) != nil
                         self.uploadsSent(payload, messageId: typed.id)
-                        self.scheduleEviction()
+                        if stored { self.incoming.stored([typed]) }
                     }
                 }
                 executor.execute {

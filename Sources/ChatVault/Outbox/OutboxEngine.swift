@@ -355,7 +355,7 @@ extension OfflineVault {
             return await fail(row, .permanent, error, cache: cache)
         }
         message.localMessageId = localId
-        message.messageStatus = MessageRows.status(of: message, me: me)
+        MessageWriteBatch.resolveStatus(message, me: me)
         message.source = .realtime
         do {
             _ = try await cache.writer.run { db in try OutboxRows.complete(localId, wire: ack, message: message, me: me, in: db) }
@@ -369,7 +369,7 @@ extension OfflineVault {
         OutgoingCopies.remove(localId: localId, in: cache.directory)
         removeCopyViews(folder: "outgoing/\(localId)")
         uploadsSent(row.messageToSend, messageId: message.id)
-        scheduleEviction()
+        incoming.stored([message])
         reportSent(row, message)
         return .sent
     }

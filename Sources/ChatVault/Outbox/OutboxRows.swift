@@ -261,7 +261,7 @@ enum OutboxRows {
             // A message already cached under this local id (an earlier ack) is replaced.
             try db.run("UPDATE messages SET local_id = NULL WHERE local_id = ? AND (server_id IS NULL OR server_id != ?)",
                        .text(localId), .int(Int64(message.id)))
-            try MessageRows.upsert(wire, message, me: me, source: .realtime, in: db)
+            try MessageWriteBatch.storeServerCopy(wire, message, me: me, source: .realtime, in: db)
             try db.run("UPDATE messages SET local_id = ? WHERE server_id = ?", .text(localId), .int(Int64(message.id)))
             return present > 0
         }

@@ -202,12 +202,12 @@ public final class MessagesRequest: Sendable {
             server: { () async throws(BackendError) -> WirePage in try await backend.messages(serverQuery) },
             decode: { value, context throws(WireError) -> BaseMessage in
                 let message = try context.decoder.message(value)
-                message.messageStatus = MessageRows.status(of: message, me: context.me)
+                MessageWriteBatch.resolveStatus(message, me: context.me)
                 return message
             },
             writeThrough: { db, wire, items, context in
                 for (value, message) in zip(wire, items) {
-                    try MessageRows.upsert(value, message, me: context.me, source: .realtime, in: db)
+                    try MessageWriteBatch.storeServerCopy(value, message, me: context.me, source: .realtime, in: db)
                 }
                 // Reconcile only when the cache can evaluate every filter, and only within the
                 // slice the page covers (from the server's position, not the cache's).
@@ -217,6 +217,7 @@ public final class MessagesRequest: Sendable {
                                           server: items, decoder: context.trustedDecoder, in: db)
             })
         plan.downloadsMedia = true
+        plan.storedMessages = { $0 }
         let cachedSeen = Mutex<[BaseMessage]>([])
         await vault.runTwoPhase(plan, gate: gate, busy: .fail, cachedPhase: cachedPhase) { event in
             switch event {

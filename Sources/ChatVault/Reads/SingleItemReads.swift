@@ -75,6 +75,8 @@ struct LookupPlan<Item: Sendable>: Sendable {
     var writeThrough: @Sendable (Database, JSONValue, Item, ReadContext) throws -> Void
     /// Forgets the cached copy when the server says the item does not exist (404).
     var forget: @Sendable (Database, ReadContext) throws -> Void
+    /// The message the written-through item is, if it is one (published as `CacheWriter.stored`).
+    var storedMessage: (@Sendable (Item) -> BaseMessage?)?
 }
 
 /// Single-item two-phase lookups: `getConversation` and `getMessageDetails`.
@@ -213,13 +215,14 @@ extension OfflineVault {
                 guard message.id == messageId else {
                     throw WireError(entity: "message", field: "id", problem: .invalid("not the message asked for"))
                 }
-                message.messageStatus = MessageRows.status(of: message, me: context.me)
+                MessageWriteBatch.resolveStatus(message, me: context.me)
                 return message
             },
             writeThrough: { db, wire, message, context in
-                try MessageRows.upsert(wire, message, me: context.me, source: .realtime, in: db)
+                try MessageWriteBatch.storeServerCopy(wire, message, me: context.me, source: .realtime, in: db)
             },
-            forget: { db, _ in try db.run("DELETE FROM messages WHERE server_id = ?", .int(Int64(messageId))) })
+            forget: { db, _ in try db.run("DELETE FROM messages WHERE server_id = ?", .int(Int64(messageId))) },
+            storedMessage: { $0 })
     }
 
     // MARK: Core
@@ -228,7 +231,7 @@ extension OfflineVault {
     /// support is on, then the server's copy, written through before it is delivered.
     func runLookup<Item: Sendable>(_ plan: LookupPlan<Item>, cachedPhase: Bool,
                                    emit: @escaping @Sendable (LookupEvent<Item>) -> Void) async {
-        let page = TwoPhasePlan<Item>(
+        var page = TwoPhasePlan<Item>(
             cached: { db, context in try plan.cached(db, context).map { [$0] } ?? [] },
             server: { () async throws(BackendError) -> WirePage in
                 do throws(BackendError) {
@@ -245,6 +248,7 @@ extension OfflineVault {
             writeThrough: { db, wire, items, context in
                 for (value, item) in zip(wire, items) { try plan.writeThrough(db, value, item, context) }
             })
+        if let message = plan.storedMessage { page.storedMessages = { items in items.compactMap(message) } }
         // A lookup has no request object: each one has its own gate, never busy.
         await runTwoPhase(page, gate: InFlightGate(), busy: .fail, cachedPhase: cachedPhase) { event in
             switch event {

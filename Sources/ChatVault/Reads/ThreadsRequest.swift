@@ -149,8 +149,8 @@ public final class ThreadsRequest: Sendable {
             },
             decode: { value, context throws(WireError) -> MessageThread in
                 let thread = try context.decoder.thread(value)
-                thread.parentMessage.messageStatus = MessageRows.status(of: thread.parentMessage, me: context.me)
-                if let reply = thread.lastReply { reply.messageStatus = MessageRows.status(of: reply, me: context.me) }
+                MessageWriteBatch.resolveStatus(thread.parentMessage, me: context.me)
+                if let reply = thread.lastReply { MessageWriteBatch.resolveStatus(reply, me: context.me) }
                 return thread
             },
             writeThrough: { db, wire, items, context in
@@ -166,6 +166,7 @@ public final class ThreadsRequest: Sendable {
             })
         let cachedSeen = Mutex<[MessageThread]>([])
         plan.afterCached = { items in cachedSeen.withLock { $0 = items } }
+        plan.storedMessages = { threads in threads.flatMap { [$0.parentMessage] + ($0.lastReply.map { [$0] } ?? []) } }
         plan.afterServer = { wire, items in
             guard !serverDone else { return }
             self.paging.withLock { $0.serverPage(nextToken: wire.nextCursor, edge: Self.farEdge(of: items), start: serverStart) }
@@ -311,10 +312,10 @@ enum ThreadRows {
     static func upsert(_ wire: JSONValue, _ thread: MessageThread, me: String, in db: Database) throws {
         if case .object(var parent)? = wire["parentMessage"] {
             parent["replyCount"] = .int(Int64(thread.replyCount))
-            try MessageRows.upsert(.object(parent), thread.parentMessage, me: me, source: .realtime, in: db)
+            try MessageWriteBatch.storeServerCopy(.object(parent), thread.parentMessage, me: me, source: .realtime, in: db)
         }
         if let reply = thread.lastReply, let replyWire = wire["lastReply"] {
-            try MessageRows.upsert(replyWire, reply, me: me, source: .realtime, in: db)
+            try MessageWriteBatch.storeServerCopy(replyWire, reply, me: me, source: .realtime, in: db)
         }
     }
 

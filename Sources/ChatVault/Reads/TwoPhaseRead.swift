@@ -83,6 +83,8 @@ struct TwoPhasePlan<Item: Sendable>: Sendable {
     var afterServer: (@Sendable (WirePage, [Item]) -> Void)?
     /// Opening a chat online: in `.auto`, the server page's media downloads in the background.
     var downloadsMedia = false
+    /// The messages among a written-through page's items (published as `CacheWriter.stored`).
+    var storedMessages: (@Sendable ([Item]) -> [BaseMessage])?
 }
 
 extension OfflineVault {
@@ -151,10 +153,10 @@ extension OfflineVault {
             let decoded = items
             // A failed write-through (a busy or full disk) leaves the cache as it was; the
             // server's answer is still delivered.
-            _ = try? await cache.writer.run { db in
+            let wrote = (try? await cache.writer.run { db in
                 try db.transaction { try write(db, values, decoded, context) }
-            }
-            scheduleEviction()
+            }) != nil
+            if wrote { incoming.stored(plan.storedMessages?(items) ?? []) }
         }
         hydrateItems(items)
         if plan.downloadsMedia { autoDownload(items.compactMap { $0 as? BaseMessage }) }

@@ -169,7 +169,7 @@ enum ConversationRows {
     /// What every conversation handed out gets: its last message's lifecycle status, and the
     /// blocked flag from the blocked-users list.
     static func finish(_ c: Conversation, me: String, blocked: Set<String>) {
-        if let last = c.lastMessage { last.messageStatus = MessageRows.status(of: last, me: me) }
+        if let last = c.lastMessage { MessageWriteBatch.resolveStatus(last, me: me) }
         if let user = c.conversationWith as? User, blocked.contains(user.uid) { user.blockedByMe = true }
     }
 

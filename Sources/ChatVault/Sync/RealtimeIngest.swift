@@ -79,8 +79,8 @@ extension OfflineVault {
                 case .receipt:
                     break
                 }
-            case .syncPage:
-                break // synced messages are hydrated with their delivery (`deliverSynced`)
+            case .syncPage, .stored:
+                break // synced messages are hydrated with their delivery (`deliverSynced`); reads hydrate their own
             }
         }
         incoming.subscribe { [weak self] committed in
@@ -88,6 +88,7 @@ extension OfflineVault {
             switch committed {
             case .realtime(let parsed, _): self.deliverRealtime(parsed)
             case .syncPage(let applied): self.deliverSynced(applied.inserted)
+            case .stored: break // answers to the app's own calls: no listener event
             }
         }
         incoming.subscribe { [weak self] committed in
@@ -95,6 +96,7 @@ extension OfflineVault {
             switch committed {
             case .realtime(_, let wrote): if wrote { self.scheduleEviction() }
             case .syncPage(let applied): if applied.inserted.count + applied.updated.count > 0 { self.scheduleEviction() }
+            case .stored: self.scheduleEviction()
             }
         }
     }

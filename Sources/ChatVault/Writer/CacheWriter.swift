@@ -21,6 +21,10 @@ final class CacheWriter: Sendable {
         case realtime(RealtimeWire.Parsed, wrote: Bool)
         /// A page of the catch-up log.
         case syncPage(SyncPageRows.Applied)
+        /// Server copies a read, a send's acknowledgement or an edit's answer wrote (committed by
+        /// their own transaction, through `MessageWriteBatch.storeServerCopy`); empty for a
+        /// write-through of other entities (conversations, users, groups).
+        case stored([BaseMessage])
     }
 
     private let subscribers = Mutex<[@Sendable (Committed) -> Void]>([])
@@ -32,6 +36,11 @@ final class CacheWriter: Sendable {
 
     private func publish(_ committed: Committed) {
         for subscriber in subscribers.withLock({ $0 }) { subscriber(committed) }
+    }
+
+    /// Publishes server copies a read, an acknowledgement or an edit committed.
+    func stored(_ messages: [BaseMessage]) {
+        publish(.stored(messages))
     }
 
     /// Writes a validated realtime event (when a cache is open), then publishes it.
@@ -73,7 +82,7 @@ final class CacheWriter: Sendable {
         case .receipt: message = nil
         }
         guard let message else { return }
-        message.messageStatus = MessageRows.status(of: message, me: me)
+        MessageWriteBatch.resolveStatus(message, me: me)
         message.source = .realtime
     }
 }

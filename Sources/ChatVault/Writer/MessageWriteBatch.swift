@@ -48,7 +48,7 @@ final class MessageWriteBatch {
     /// - Parameter encoded: the payload already encoded (`BinaryJSON.encode(wire)`), when the
     ///   caller has it.
     func received(_ wire: JSONValue, _ m: BaseMessage, source: MessageSource, encoded: [UInt8]? = nil) throws -> RealtimeRows.Written {
-        m.messageStatus = MessageRows.status(of: m, me: me)
+        Self.resolveStatus(m, me: me)
         if let local = m.localMessageId {
             // An echo of our own send before its acknowledgement: the outbox writes it.
             if m.senderUid == me, try db.scalarInt("SELECT 1 FROM outbox WHERE local_id = ?", .text(local)) != nil { return .nothing }
@@ -75,7 +75,7 @@ final class MessageWriteBatch {
     /// when the cache does not hold it (inserted alone, an old message would show in a cached
     /// page without its neighbours), else that source.
     func changed(_ wire: JSONValue, _ m: BaseMessage) throws -> MessageSource? {
-        m.messageStatus = MessageRows.status(of: m, me: me)
+        Self.resolveStatus(m, me: me)
         guard let existing = try row(m.id) else { return nil }
         m.source = existing.source
         try MessageRows.update(try MessageRows.keepingProgress(wire, m, me: me, in: db) ?? wire, m, me: me, source: existing.source, statement: update)
@@ -115,6 +115,21 @@ final class MessageWriteBatch {
             conversations[id] = (fields, false)
         }
         dirtyOrder.removeAll(keepingCapacity: true)
+    }
+
+    /// The lifecycle status of a server message as the logged-in user sees it: the one place it is
+    /// resolved (every decoded server message passes here before it is stored or delivered).
+    static func resolveStatus(_ m: BaseMessage, me: String) {
+        m.messageStatus = MessageRows.status(of: m, me: me)
+    }
+
+    /// A server copy of a message the app asked for (a read's page or lookup, a thread, a send's
+    /// acknowledgement, an edit's answer), stored inside the caller's transaction: inserted or
+    /// updated by server id under `source`, receipt progress kept. It moves no conversation (the
+    /// server's conversation rendering does that). Publish it with `CacheWriter.stored` after the
+    /// commit.
+    static func storeServerCopy(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, in db: Database) throws {
+        try MessageRows.upsert(wire, m, me: me, source: source, in: db)
     }
 
     /// Drops what is held (after something else changed conversation rows): read again when needed.

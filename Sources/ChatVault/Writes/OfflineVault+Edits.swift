@@ -210,12 +210,12 @@ extension OfflineVault {
         guard message.id == messageId else {
             throw CometChatException(.invalidServerResponse, "The server answered \(change.subject) with another message.")
         }
-        message.messageStatus = MessageRows.status(of: message, me: me)
+        MessageWriteBatch.resolveStatus(message, me: me)
         if let cache = cache(of: me) {
             // A busy or full disk leaves the old copy (the next read brings the server's version);
             // the server accepted the change, so it is still reported as done.
             let replaced = try? await cache.writer.run { db in try Self.replaceCached(answer, message, me: me, in: db) }
-            if replaced == true { scheduleEviction() }
+            if replaced == true { incoming.stored([message]) }
         }
         return message
     }
@@ -226,7 +226,7 @@ extension OfflineVault {
     private static func replaceCached(_ wire: JSONValue, _ message: BaseMessage, me: String, in db: Database) throws -> Bool {
         try db.transaction {
             guard let source = try db.scalarInt("SELECT source FROM messages WHERE server_id = ?", .int(Int64(message.id))) else { return false }
-            try MessageRows.upsert(wire, message, me: me, source: MessageRows.source(code: Int(clamping: source)), in: db)
+            try MessageWriteBatch.storeServerCopy(wire, message, me: me, source: MessageRows.source(code: Int(clamping: source)), in: db)
             return true
         }
     }
