@@ -105,7 +105,12 @@ final class AuditContext: @unchecked Sendable {
         var record = LaunchRecord(step: step, state: vault.state.code, unavailableReason: Self.unavailableReason(vault.state),
                                   offlineEnabled: vault.isOfflineEnabled(), atRest: status.atRest, keyStorage: status.keyStorage,
                                   journal: [], noticesAtFirstRead: atFirstRead, notices: [], cachedMessages: read.cached?.count,
-                                  pendingMessages: (try? await vault.pendingMessages())?.count, milliseconds: 0)
+                                  pendingMessages: nil, unsentMediaFiles: nil, milliseconds: 0)
+        if let pending = try? await vault.pendingMessages() {
+            record.pendingMessages = pending.count
+            record.unsentMediaFiles = pending.compactMap { ($0 as? MediaMessage)?.attachment?.localPath }
+                .filter { FileManager.default.isReadableFile(atPath: $0) }.count
+        }
         // A notice that comes later than the first read: wait for it a little (up to 1 s).
         let deadline = Date().addingTimeInterval(1)
         let expected = Self.newResets(vault, since: started)
@@ -144,7 +149,7 @@ final class AuditContext: @unchecked Sendable {
                             atRest: report.status?.atRest ?? "NONE", keyStorage: report.status?.keyStorage ?? "NONE",
                             journal: JournalReader.read(directory, keyStore: keyStore).filter { $0.at >= since },
                             noticesAtFirstRead: report.noticesAtFirstRead, notices: report.notices, cachedMessages: report.cachedMessages,
-                            pendingMessages: report.pendingMessages,
+                            pendingMessages: report.pendingMessages, unsentMediaFiles: nil,
                             milliseconds: Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
     }
 

@@ -60,6 +60,9 @@ public struct LaunchRecord: Codable, Sendable {
     /// The conversation's cached page at the first read, and the unsent messages.
     public var cachedMessages: Int?
     public var pendingMessages: Int?
+    /// Unsent media messages whose file is still there (`attachment.localPath` readable); nil
+    /// when not known (a program's launch).
+    public var unsentMediaFiles: Int?
     public var milliseconds: Double
 
     public var resets: [AuditEntry] { journal.filter { $0.kind == .reset } }

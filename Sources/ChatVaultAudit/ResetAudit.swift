@@ -136,6 +136,10 @@ enum AuditRules {
                 finding(survive ? "the \(seededPending) unsent messages kept" : "the unsent messages gone with the reset",
                         "\(last.pendingMessages.map(String.init) ?? "none") at \(last.step)")
             }
+            // The unsent photo's file goes with its message, never without it.
+            if expect.unsentSurvive == true, let files = last.unsentMediaFiles, files != 1 {
+                finding("the unsent photo's file kept with its message", "\(files) readable at \(last.step)")
+            }
         }
         return out
     }

@@ -40,6 +40,9 @@ struct Quarantine {
         var replacedBy: String?
         /// Written by an import (`CacheTransfer`) on its way to becoming the current cache.
         var imported: Bool?
+        /// The outgoing copies went with the cache (its outbox could not be read, so none of its
+        /// sends was salvaged): a restore brings them back with the rows that name them.
+        var outgoing: Bool? = nil
     }
 
     static let noticeName = "reset.json"
@@ -47,8 +50,11 @@ struct Quarantine {
     /// The cache files a reset sets aside, in the order they move: the manifest goes last, so a
     /// cache directory whose manifest is still there always has its notice-bearing entry. The
     /// received media folder goes with the database (its rows and, when encrypted, its key live
-    /// there); the outgoing copies stay, for the sends salvage keeps.
-    var movedFiles: [String] { directory.databaseFiles + [directory.media, directory.recovery, directory.manifest] }
+    /// there); the outgoing copies stay for the sends salvage keeps, and go with the cache when
+    /// its outbox could not be read (none kept: they belong to the rows set aside).
+    func movedFiles(outgoing: Bool) -> [String] {
+        directory.databaseFiles + [directory.media, directory.recovery] + (outgoing ? [directory.outgoing] : []) + [directory.manifest]
+    }
 
     /// Why a reset could not set the files aside (the reset is abandoned, nothing deleted).
     struct Failure: Error {
@@ -64,13 +70,13 @@ struct Quarantine {
         let entry = "\(directory.quarantine)/\(name)"
         var notice = Notice(reason: reason, pendingMessagesLost: pendingMessagesLost, at: now().timeIntervalSince1970,
                             reported: replacedBy != nil, moving: true, scrubPlaintext: plaintext && !keepPlaintext, restoring: nil,
-                            replacedBy: replacedBy, imported: nil)
+                            replacedBy: replacedBy, imported: nil, outgoing: replacedBy == nil && pendingMessagesLost < 0)
         do throws(SecureFileError) {
             try SecureFiles.ensureDirectory(directory.quarantine)
             try SecureFiles.ensureDirectory(entry)
             try Quarantine.write(notice, to: entry)
             try SecureFiles.syncDirectory(directory.quarantine)
-            try move(into: entry, scrubPlaintext: notice.scrubPlaintext ?? false)
+            try move(into: entry, scrubPlaintext: notice.scrubPlaintext ?? false, outgoing: notice.outgoing ?? false)
             notice.moving = false
             try Quarantine.write(notice, to: entry)
         } catch {
@@ -81,11 +87,11 @@ struct Quarantine {
 
     /// Moves (or, for plaintext that may not be kept, scrubs) whatever of the cache's files is
     /// still in the cache directory into `entry`.
-    private func move(into entry: String, scrubPlaintext: Bool) throws(SecureFileError) {
-        for file in movedFiles {
+    private func move(into entry: String, scrubPlaintext: Bool, outgoing: Bool) throws(SecureFileError) {
+        for file in movedFiles(outgoing: outgoing) {
             var st = stat()
             guard lstat(file, &st) == 0 else { continue }
-            if scrubPlaintext && file == directory.media {
+            if scrubPlaintext && (file == directory.media || file == directory.outgoing) {
                 // Plain media of a plaintext cache that may not be kept: removed with it.
                 try? FileManager.default.removeItem(atPath: file)
                 continue
@@ -109,7 +115,7 @@ struct Quarantine {
         for entry in listed where entry.notice?.moving == true {
             guard var notice = entry.notice else { continue }
             do throws(SecureFileError) {
-                try move(into: entry.path, scrubPlaintext: notice.scrubPlaintext ?? false)
+                try move(into: entry.path, scrubPlaintext: notice.scrubPlaintext ?? false, outgoing: notice.outgoing ?? false)
                 notice.moving = false
                 try Quarantine.write(notice, to: entry.path)
             } catch {
@@ -149,11 +155,23 @@ struct Quarantine {
     /// Moves a restored entry's files back into the cache directory (the manifest last, so the
     /// cache is whole before it is named) and removes the entry.
     func moveBack(_ entry: Entry) throws(SecureFileError) {
-        for file in movedFiles {
+        for file in movedFiles(outgoing: entry.notice?.outgoing ?? false) {
             let name = (file as NSString).lastPathComponent
             let source = "\(entry.path)/\(name)"
             var st = stat()
             guard lstat(source, &st) == 0 else { continue }
+            if file == directory.outgoing {
+                // Beside the copies of sends made since the reset (their folders are named by
+                // local ids, unique): each send's folder moves back on its own.
+                try SecureFiles.ensureDirectory(directory.outgoing)
+                for send in (try? FileManager.default.contentsOfDirectory(atPath: source)) ?? [] {
+                    let target = "\(directory.outgoing)/\(send)"
+                    guard lstat(target, &st) != 0 else { continue }
+                    guard rename("\(source)/\(send)", target) == 0 else { throw .system(source, operation: "rename", errno: errno) }
+                }
+                try SecureFiles.syncDirectory(directory.outgoing)
+                continue
+            }
             guard rename(source, file) == 0 else { throw .system(source, operation: "rename", errno: errno) }
         }
         try SecureFiles.syncDirectory(directory.path)
