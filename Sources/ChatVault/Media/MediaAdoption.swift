@@ -14,7 +14,7 @@ extension OfflineVault {
             return KeptCopy(relativePath: file.relativePath, url: url, size: file.size, mime: file.mimeType)
         }
         let adopted = adoptCopies(copies, messageId: message.id, cache: cache)
-        if adopted > 0 { hydrateMedia([message]) }
+        if adopted > 0 { media.hydrate([message]) }
         return adopted
     }
 
@@ -49,7 +49,7 @@ extension OfflineVault {
                 bytes = imported
             }
             let stored = MediaFileRow(name: name, bytes: bytes, mime: String(file.mime.prefix(255)))
-            if record(stored, key: urlKey, messageId: messageId, cache: cache, generation: generation) { adopted += 1 }
+            if media.record(stored, key: urlKey, messageId: messageId, cache: cache, generation: generation) { adopted += 1 }
         }
         return adopted
     }

@@ -5,7 +5,7 @@ import VaultStore
 /// The media cache's downloads: resolving a URL to cached bytes, one download per URL key shared
 /// by every caller, the fetch itself (bounded, stall-checked, re-signed once when expired), and
 /// recording the file.
-extension OfflineVault {
+extension MediaCache {
     // MARK: - Resolving a URL
 
     /// The path an app can open for the cached bytes of `key`, or nil (not cached, the file went
@@ -40,7 +40,7 @@ extension OfflineVault {
     /// The file itself (plain) or its decrypted view (made now if missing or stale).
     func openable(_ row: MediaFileRow, in cache: VaultCache) -> Openable {
         let file = "\(cache.directory.media)/\(row.name)"
-        let (key, views) = media.state.withLock { ($0.key, $0.views) }
+        let (key, views) = state.withLock { ($0.key, $0.views) }
         guard cache.isEncrypted else {
             return Self.regularFileSize(file) == row.bytes ? .path(file) : .damaged
         }
@@ -81,9 +81,9 @@ extension OfflineVault {
     /// the same URL already in flight), re-signed once when the server says the URL expired.
     /// Returns the openable path.
     /// - Parameter touch: an explicit access (refreshes the file's recency).
-    func resolveMedia(url: String, messageServerId: Int, touch: Bool,
-                      progress: (@Sendable (Int) -> Void)?) async -> Result<String, CometChatException> {
-        guard let me = userId, let cache = cache(of: me), isOfflineEnabled() else {
+    func resolve(url: String, messageServerId: Int, touch: Bool,
+                 progress: (@Sendable (Int) -> Void)?) async -> Result<String, CometChatException> {
+        guard let (_, cache) = current() else {
             return .failure(CometChatException(.offlineDisabled, "Offline support is not enabled, or nobody is logged in."))
         }
         guard let key = MediaURL.key(url) else {
@@ -91,7 +91,7 @@ extension OfflineVault {
         }
         if let path = cachedPath(key: key, in: cache, touch: touch) { return .success(path) }
         let noViews: MediaFileError? = {
-            guard cache.isEncrypted, case .failure(let why)? = media.state.withLock({ $0.views }) else { return nil }
+            guard cache.isEncrypted, case .failure(let why)? = state.withLock({ $0.views }) else { return nil }
             return why
         }()
         // Without a place for views, cached bytes are still there for `cachedMediaData`.
@@ -127,7 +127,7 @@ extension OfflineVault {
     ///   the first byte when this call starts the download).
     private func joinDownload(key: String, url: String, messageServerId: Int, cache: VaultCache,
                               progress: (@Sendable (Int) -> Void)?) -> (MediaJob, Int?) {
-        media.state.withLock { s -> (MediaJob, Int?) in
+        state.withLock { s -> (MediaJob, Int?) in
             if let job = s.jobs[key] { return (job, progress.map { job.observe($0) }) }
             let job = MediaJob()
             let token = progress.map { job.observe($0) }
@@ -136,7 +136,7 @@ extension OfflineVault {
             // (The task runs later, on another thread: taking the lock again there is fine.)
             job.start { job in
                 let result = await self.download(key: key, url: url, messageServerId: messageServerId, cache: cache, generation: generation, job: job)
-                self.media.state.withLock { s in
+                self.state.withLock { s in
                     if s.jobs[key] === job { s.jobs[key] = nil }
                 }
                 return result
@@ -194,7 +194,7 @@ extension OfflineVault {
             guard announced >= 0 else { throw .refused("the server announced a negative length") }
             guard announced <= maxBytes else { throw .refused("the server announced more than maxFileBytes") }
         }
-        guard let mediaKey = media.state.withLock({ s -> MediaKey?? in s.generation == generation ? .some(s.key) : nil }) else {
+        guard let mediaKey = state.withLock({ s -> MediaKey?? in s.generation == generation ? .some(s.key) : nil }) else {
             throw .refused("the user logged out")
         }
         if cache.isEncrypted && mediaKey == nil { throw .refused("the media key could not be read") }
@@ -203,7 +203,7 @@ extension OfflineVault {
         let directory = cache.directory.media
         // Encrypted: the plaintext also goes straight to its view as it arrives (one pass, no
         // decryption of the file just written); a view that cannot be written is made later.
-        let viewDirectory: String? = cache.isEncrypted ? (try? media.state.withLock { $0.views }?.get())?.path : nil
+        let viewDirectory: String? = cache.isEncrypted ? (try? state.withLock { $0.views }?.get())?.path : nil
         let watch = DownloadWatch()
         let consumer = Task { () throws -> Int64 in
             let writer = try MediaFileWriter(directory: directory, key: mediaKey, maxBytes: maxBytes)
@@ -284,7 +284,7 @@ extension OfflineVault {
         let budget = config.maxMediaCacheSize > 0 ? config.maxMediaCacheSize : nil
         let folder = cache.directory.media
         let written: (String?, [String])? = try? cache.writer.sync { db in
-            guard self.media.state.withLock({ $0.generation == generation }) else { return nil }
+            guard self.state.withLock({ $0.generation == generation }) else { return nil }
             return try db.transaction {
                 let replaced = try MediaRows.insert(key, messageId: messageId > 0 ? String(messageId) : nil, row: row, at: now, in: db)
                 let evicted = try budget.map { try MediaRows.trim(to: $0, keep: key, in: db) } ?? []

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import VaultStore
 
-/// The media cache's live state: the attached cache's media key and view directory, the
+/// The media cache: its live state the attached cache's media key and view directory, the
 /// downloads in flight (one per URL key, shared by every caller that asks for it), and the queue
 /// of background (`.auto`) downloads. The files and their rows live in the cache (`MediaRows`).
 ///
@@ -11,7 +11,7 @@ import VaultStore
 /// media key kept in the encrypted database (`kv` row `media.key`), and opened through decrypted
 /// views (`MediaViewDirectory`, under `$XDG_RUNTIME_DIR`), made on demand and removed at logout,
 /// clear, reset and the next start.
-final class MediaCore: Sendable {
+final class MediaCache: Sendable {
     struct State {
         /// Bumped when a cache is attached or detached: a download of an older generation writes nothing.
         var generation = 0
@@ -38,6 +38,29 @@ final class MediaCore: Sendable {
     let listeners = ListenerRegistry<any MediaDownloadListener>()
     let state = Mutex(State())
     let streams = EventStreams<MediaDownloadEvent>()
+
+    // What the component needs, and nothing of the vault beyond it.
+    let settings: VaultSettings
+    let config: OfflineConfig
+    let backend: any ChatBackend
+    /// The logged-in user and their cache while offline support is active (the vault's session).
+    private let session = Mutex<(@Sendable () -> (me: String, cache: VaultCache)?)?>(nil)
+
+    init(settings: VaultSettings, config: OfflineConfig, backend: any ChatBackend) {
+        self.settings = settings
+        self.config = config
+        self.backend = backend
+    }
+
+    /// Binds the session it serves (once, by the vault that owns it).
+    func bind(session: @escaping @Sendable () -> (me: String, cache: VaultCache)?) {
+        self.session.withLock { $0 = session }
+    }
+
+    /// The logged-in user and their open cache, while offline support is active.
+    func current() -> (me: String, cache: VaultCache)? {
+        session.withLock { $0 }?()
+    }
 }
 
 /// One download in flight: its task, and the progress of it that every caller sees.
@@ -85,13 +108,13 @@ final class MediaJob: Sendable {
     }
 }
 
-extension OfflineVault {
+extension MediaCache {
     // MARK: - Lifecycle
 
     /// A cache became active: its media key is loaded (made on first use with encryption on),
     /// leftovers of killed writers and files no row names are removed, and old decrypted views
     /// are cleared.
-    func mediaAttached(_ cache: VaultCache) {
+    func attached(_ cache: VaultCache) {
         let key: MediaKey? = cache.isEncrypted ? (try? cache.writer.sync { db in try MediaKeyRow.load(in: db) }) ?? nil : nil
         var views: Result<MediaViewDirectory, MediaFileError>? = nil
         if cache.isEncrypted {
@@ -105,7 +128,7 @@ extension OfflineVault {
            let present = try? FileManager.default.contentsOfDirectory(atPath: media) {
             for name in present where !names.contains(name) && !name.hasPrefix(".") { unlink("\(media)/\(name)") }
         }
-        let old = self.media.state.withLock { s -> [MediaJob] in
+        let old = state.withLock { s -> [MediaJob] in
             s.generation += 1
             s.key = key
             s.views = views
@@ -123,8 +146,8 @@ extension OfflineVault {
     }
 
     /// Logout (or a cache closed): downloads stop, queued ones are forgotten, decrypted views go.
-    func mediaDetached() {
-        let (jobs, views, waiters) = media.state.withLock { s -> ([MediaJob], MediaViewDirectory?, [CheckedContinuation<Void, Never>]) in
+    func detached() {
+        let (jobs, views, waiters) = state.withLock { s -> ([MediaJob], MediaViewDirectory?, [CheckedContinuation<Void, Never>]) in
             s.generation += 1
             s.key = nil
             let views = try? s.views?.get()

@@ -3,19 +3,19 @@ import Synchronization
 import VaultStore
 
 /// Hydration: `localPath` set on the attachments whose bytes are cached.
-extension OfflineVault {
+extension MediaCache {
     // MARK: - Hydration
 
     /// Sets `localPath` on every attachment of `messages` whose bytes are cached (each attachment
     /// on its own). Does not refresh recency.
-    package func hydrateMedia(_ messages: [BaseMessage]) {
+    package func hydrate(_ messages: [BaseMessage]) {
         var attachments: [(String, Attachment)] = []
         for case let m as MediaMessage in messages {
             for attachment in Self.attachments(of: m) {
                 if let key = MediaURL.key(attachment.fileUrl) { attachments.append((key, attachment)) }
             }
         }
-        guard !attachments.isEmpty, let me = userId, let cache = cache(of: me) else { return }
+        guard !attachments.isEmpty, let (_, cache) = current() else { return }
         let rows = (try? cache.reader.sync { db in try MediaRows.rows(Set(attachments.map(\.0)), in: db) }) ?? [:]
         var paths: [String: String?] = [:]
         for (key, attachment) in attachments {
@@ -33,7 +33,7 @@ extension OfflineVault {
         }
     }
 
-    /// `hydrateMedia` for items of any type a read delivers: messages, a conversation's last
+    /// `hydrate` for items of any type a read delivers: messages, a conversation's last
     /// message, a thread's parent and last reply.
     func hydrateItems<Item>(_ items: [Item]) {
         var messages: [BaseMessage] = []
@@ -47,6 +47,6 @@ extension OfflineVault {
                 if let reply = t.lastReply { messages.append(reply) }
             }
         }
-        hydrateMedia(messages)
+        hydrate(messages)
     }
 }

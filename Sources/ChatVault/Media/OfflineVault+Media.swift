@@ -1,7 +1,7 @@
 public import Foundation
 import VaultStore
 
-/// The media cache's public surface; the work is done by `MediaCore` (MediaEngine.swift).
+/// The media cache's public surface; the work is done by `MediaCache` (MediaEngine.swift and beside it).
 extension OfflineVault {
     /// The receive-side media mode in effect: the configured `mediaCaching` while offline support
     /// is active for the logged-in user, `.off` otherwise (before login, after logout, while the
@@ -18,7 +18,7 @@ extension OfflineVault {
     ///     let path = vault.getCachedMediaPath(attachment.fileUrl)   // nil if not cached
     public func getCachedMediaPath(_ url: String) -> String? {
         guard isOfflineEnabled(), let me = userId, let cache = cache(of: me), let key = MediaURL.key(url) else { return nil }
-        return cachedPath(key: key, in: cache, touch: true)
+        return media.cachedPath(key: key, in: cache, touch: true)
     }
 
     /// Fetches and caches an attachment's bytes: the cache first, then the URL, then, when the
@@ -52,7 +52,7 @@ extension OfflineVault {
     ///
     ///     let path = try await vault.downloadMedia(url: attachment.fileUrl, messageServerId: message.id)
     public func downloadMedia(url: String, messageServerId: Int, progress: (@Sendable (Int) -> Void)? = nil) async throws(CometChatException) -> String {
-        return try await resolveMedia(url: url, messageServerId: messageServerId, touch: true, progress: relay(progress)).get()
+        return try await media.resolve(url: url, messageServerId: messageServerId, touch: true, progress: relay(progress)).get()
     }
 
     /// A progress closure that runs on the callback executor.
@@ -67,7 +67,7 @@ extension OfflineVault {
         let executor = settings.callbackExecutor
         let progress = relay(onProgress)
         Task {
-            let result = await self.resolveMedia(url: url, messageServerId: messageServerId, touch: true, progress: progress)
+            let result = await self.media.resolve(url: url, messageServerId: messageServerId, touch: true, progress: progress)
             executor.execute {
                 switch result {
                 case .success(let path): onSuccess(path)
@@ -121,7 +121,13 @@ extension OfflineVault {
     }
 
     private func forgetDamaged(_ file: CachedFile) {
-        forget(file.key, name: file.name, in: file.cache)
+        media.forget(file.key, name: file.name, in: file.cache)
+    }
+
+    /// Sets `localPath` on the attachments whose bytes are cached (`MediaCache.hydrate`), for the
+    /// package's tools (`chatvault bench media`).
+    package func hydrateMedia(_ messages: [BaseMessage]) {
+        media.hydrate(messages)
     }
 
     /// Registers a background-download listener (held weakly; one per id). Works before login

@@ -31,7 +31,7 @@ extension OfflineVault {
         guard let key, case .success(let directory)? = views else { return nil }
         let view = "\(directory.path)/\(Self.copyViewName(relative))"
         // Views appear whole or not at all (renamed into place), and a copy never changes.
-        if Self.regularFileSize(view) != nil { return view }
+        if MediaCache.regularFileSize(view) != nil { return view }
         do {
             try MediaFileReader.decrypt(path, key: key, to: view, durable: false)
             return view

@@ -125,7 +125,7 @@ extension OfflineVault {
                 page = (try? cache.reader.sync { db in try read(db, context) }) ?? []
                 audit.readServed()
             }
-            hydrateItems(page)
+            media.hydrateItems(page)
             plan.afterCached?(page)
             emit(.cached(page))
         }
@@ -158,8 +158,8 @@ extension OfflineVault {
             }) != nil
             if wrote { incoming.stored(plan.storedMessages?(items) ?? []) }
         }
-        hydrateItems(items)
-        if plan.downloadsMedia { autoDownload(items.compactMap { $0 as? BaseMessage }) }
+        media.hydrateItems(items)
+        if plan.downloadsMedia { media.autoDownload(items.compactMap { $0 as? BaseMessage }) }
         plan.afterServer?(wire, items)
         emit(.server(items))
     }

@@ -70,12 +70,12 @@ extension OfflineVault {
             case .realtime(let parsed, _):
                 switch parsed {
                 case .received(_, let m):
-                    self.hydrateMedia([m])
-                    self.autoDownload([m])
+                    self.media.hydrate([m])
+                    self.media.autoDownload([m])
                 case .edited(_, let m), .deleted(_, let m):
-                    self.hydrateMedia([m])
+                    self.media.hydrate([m])
                 case .reaction(_, let event, _):
-                    if let m = event.message { self.hydrateMedia([m]) }
+                    if let m = event.message { self.media.hydrate([m]) }
                 case .receipt:
                     break
                 }
@@ -107,7 +107,7 @@ extension OfflineVault {
         guard !messages.isEmpty else { return }
         for m in messages { m.source = .sync }
         // Metadata only: a synced message's bytes download when its chat is opened online.
-        hydrateMedia(messages)
+        media.hydrate(messages)
         let listeners = realtime.listeners.live()
         let ingest = realtime
         settings.callbackExecutor.execute {

@@ -94,7 +94,8 @@ public final class OfflineVault: Sendable {
     /// The catch-up sync's sweeps, listeners and streams (the sync point is in the cache).
     let sync = SyncCore()
     /// The media cache (downloads, views, background downloads).
-    let media = MediaCore()
+    /// The media cache (downloads, the background queue, views, hydration).
+    let media: MediaCache
     /// Background integrity checks of large caches, for `waitForIntegrityCheck`.
     let integrityChecks = IntegrityChecks()
     /// When each conversation's opening was last written (`conversation_opened`), this session.
@@ -133,6 +134,13 @@ public final class OfflineVault: Sendable {
         self.backend = backend
         self.wireLimits = wireLimits
         keyStores = settings.makeKeyStores()
+        media = MediaCache(settings: settings, config: config, backend: backend)
+        media.bind { [weak self] in
+            self?.session.withLock { s in
+                guard s.state.isOfflineActive, let me = s.userId, let cache = s.cache else { return nil }
+                return (me, cache)
+            }
+        }
         subscribeToIncoming()
     }
 
@@ -169,7 +177,7 @@ public final class OfflineVault: Sendable {
             self.outboxDetached()
             self.uploadsDetached()
             self.syncDetached()
-            self.mediaDetached()
+            self.media.detached()
             self.startLink(userId: userId)
             // Only this first open of a login counts toward escalation.
             self.attemptOpen(generation: generation, countsTowardEscalation: true, done: done)
@@ -182,7 +190,7 @@ public final class OfflineVault: Sendable {
         outboxDetached()
         uploadsDetached()
         syncDetached()
-        mediaDetached()
+        media.detached()
         await backend.logout()
         _ = await onLifecycle { done in
             self.closeLocked(state: .loggedOut)
@@ -299,7 +307,7 @@ public final class OfflineVault: Sendable {
                     self.uploadsCleared()
                     self.syncCleared()
                     // A new media key (the old one went with `kv`), no views of wiped files.
-                    self.mediaAttached(cache)
+                    self.media.attached(cache)
                     continuation.resume(returning: .success(()))
                 } catch {
                     continuation.resume(returning: .failure(CometChatException(.offlineMessagePersistFailed, "the cache could not be cleared: \(error)")))
@@ -416,7 +424,7 @@ public final class OfflineVault: Sendable {
             // as login returns, and no sweep starts against the cache before the engine knows it.
             if newState.isOfflineActive, let cache = report.cache {
                 self.syncAttached(cache)
-                self.mediaAttached(cache)
+                self.media.attached(cache)
             }
             let current = self.session.withLock { s -> Bool in
                 guard s.generation == generation else { return false }
