@@ -315,6 +315,7 @@ public final class OfflineVault: Sendable {
         resetListeners.add(id, listener)
     }
 
+    /// Removes the reset listener registered under `id`, if any.
     public func removeOfflineCacheResetListener(_ id: String) {
         resetListeners.remove(id)
     }
