@@ -5,8 +5,9 @@
 
 A declaration is public when it says `public` or `open`, or when it is public without saying so:
 a case of a public enum, a requirement of a public protocol, a member of a `public extension`
-that names no access level. A member that says `public` inside a type that is not public is not
-(Swift makes it no more visible than its type). `extension` lines are not declarations here.
+that names no access level. A member that says `public` inside a type that is not public, or in
+an extension of a type these sources declare without `public`, is not (Swift makes it no more
+visible than its type). `extension` lines are not declarations here.
 Every such declaration needs its own `///` (or `/** */`) comment on the line right above it or
 above its attributes; a `case a, b` counts once. Each one without prints as `path:line: text`
 (the line of its keyword), then the count; the exit status is 1 when the count is not 0.
@@ -150,16 +151,16 @@ def tokens(code):
 
 
 class Scope:
-    def __init__(self, kind, public=False, default_public=False, name=''):
-        self.kind = kind                      # a type keyword, 'code', '(' or '['
+    def __init__(self, kind, public=False, default_public=False):
+        self.kind = kind                      # a type keyword, 'file', 'code', '(' or '['
         self.public = public                  # its members can be public
         self.default_public = default_public  # members without an access level are public
-        self.name = name
 
 
-def declarations(path):
-    """Yields (line, keyword, documented, public) for each declaration directly in a type's body
-    or at file scope."""
+def declarations(path, hidden_types=frozenset()):
+    """Yields (line, keyword, name, documented, public) for each declaration directly in a type's
+    body or at file scope. `hidden_types`: names of types declared in the sources that are not
+    public, whose extensions' members are not public either."""
     text = open(path, encoding='utf-8').read()
     code, doc_lines = clean(text)
     toks = tokens(code)
@@ -167,7 +168,7 @@ def declarations(path):
     pending = None  # the scope the next `{` opens (a type's body), else a code block
     i = 0
     while i < len(toks):
-        tok, line, col, _ = toks[i]
+        tok, line = toks[i][0], toks[i][1]
         top = stack[-1]
         at_start = i == 0 or toks[i - 1][1] != line or toks[i - 1][0] in '{};'
         if at_start and top.kind not in ('code', '(', '['):
@@ -188,15 +189,15 @@ def declarations(path):
                         public = False
                     if keyword in TYPE_KEYWORDS:
                         if keyword == 'extension':
-                            pending = Scope('extension', public=True,
-                                            default_public=access in ('public', 'open'), name=name)
+                            pending = Scope('extension', public=name.split('.')[-1] not in hidden_types,
+                                            default_public=access in ('public', 'open'))
                         else:
-                            pending = Scope(keyword, public=public, name=name,
+                            pending = Scope(keyword, public=public,
                                             default_public=public and keyword == 'protocol')
                     if keyword != 'extension':
                         own_line = i == 0 or toks[i - 1][1] != line
                         documented = own_line and (first_line - 1) in doc_lines
-                        yield kw_line, keyword, documented, public
+                        yield kw_line, keyword, name, documented, public
                     i = j + 1
                     continue
         if tok == '{':
@@ -265,23 +266,31 @@ def skip_group(toks, i):
 
 
 def main(dirs):
-    missing = total = 0
+    paths = []
     for top in dirs:
-        paths = []
         for root, subdirs, files in os.walk(top):
             subdirs.sort()
             paths += [os.path.join(root, f) for f in sorted(files) if f.endswith('.swift')]
-        for path in paths:
-            lines = None
-            for line, keyword, documented, public in declarations(path):
-                if not public:
-                    continue
-                total += 1
-                if not documented:
-                    if lines is None:
-                        lines = open(path, encoding='utf-8').read().split('\n')
-                    print(f'{path}:{line + 1}: {lines[line].strip()}')
-                    missing += 1
+    # Types these sources declare, public or not: an extension of one that is not public adds
+    # nothing public (a type declared public anywhere counts as public).
+    public_types, other_types = set(), set()
+    for path in paths:
+        for _, keyword, name, _, public in declarations(path):
+            if keyword in TYPE_KEYWORDS:
+                (public_types if public else other_types).add(name)
+    hidden = frozenset(other_types - public_types)
+    missing = total = 0
+    for path in paths:
+        lines = None
+        for line, keyword, _, documented, public in declarations(path, hidden):
+            if not public:
+                continue
+            total += 1
+            if not documented:
+                if lines is None:
+                    lines = open(path, encoding='utf-8').read().split('\n')
+                print(f'{path}:{line + 1}: {lines[line].strip()}')
+                missing += 1
     print(f'doc-coverage: {missing} of {total} public declarations without a doc comment '
           f'({", ".join(dirs)})')
     return 1 if missing else 0
