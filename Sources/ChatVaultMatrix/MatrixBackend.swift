@@ -13,6 +13,8 @@ public struct MatrixConfiguration: Sendable {
     /// The largest media download accepted.
     public var maxMediaBytes = 100 << 20
 
+    /// The defaults: 30 s per request, a 30 s long-poll, 32 MiB per JSON answer, 100 MiB per media
+    /// file.
     public init() {}
 }
 
@@ -34,8 +36,12 @@ public struct MatrixConfiguration: Sendable {
 /// `.server(501, "ERR_MATRIX_UNSUPPORTED")`; events the engine cannot show (encrypted rooms'
 /// `m.room.encrypted`, state, unknown types) are skipped.
 public final class MatrixBackend: ChatBackend {
+    /// The homeserver's base URL (e.g. `https://matrix.example.org`), as given.
     public let homeserver: URL
+    /// The timeouts and size bounds this backend was made with.
     public let configuration: MatrixConfiguration
+    /// The realtime events of every connection (the `/sync` long-poll), for the backend's whole
+    /// life; the newest 10,000 are buffered while nobody iterates.
     public let events: AsyncStream<RealtimeEvent>
     let continuation: AsyncStream<RealtimeEvent>.Continuation
     let http: MatrixHTTP
@@ -57,8 +63,11 @@ public final class MatrixBackend: ChatBackend {
         var connected = false
     }
 
+    /// The code of `.server(501, …)`, answered by every call without a Matrix counterpart.
     public static let unsupportedCode = "ERR_MATRIX_UNSUPPORTED"
 
+    /// A backend for an already signed-in session (`MatrixAccount.login` or `signIn`). Nothing is
+    /// requested until the engine calls it.
     public init(homeserver: URL, session: MatrixSession, configuration: MatrixConfiguration = MatrixConfiguration()) {
         self.homeserver = homeserver
         self.configuration = configuration
@@ -97,10 +106,14 @@ public final class MatrixBackend: ChatBackend {
 
     // MARK: - Session
 
+    /// Takes the engine's id map: every event id is turned into the `Int` id the models carry
+    /// through it, exactly and across restarts.
     public func attach(identities: any MessageIdentities) {
         state.withLock { $0.identities = identities }
     }
 
+    /// Takes the engine's state store, where the direct-chat map (`m.direct`) and the map of
+    /// reactions are kept, so a process that starts offline still knows them.
     public func attach(state store: any BackendStateStore) {
         state.withLock { s in
             s.store = store
@@ -109,6 +122,10 @@ public final class MatrixBackend: ChatBackend {
         }
     }
 
+    /// Checks the session's access token with `whoami` and loads the direct-chat map; answers the
+    /// user (with the display name when it can be read) and the server's clock.
+    /// - Throws: 401 `ERR_MATRIX_WRONG_USER` when `userId` is not the session's user or the token
+    ///   is another user's; `.unreachable` or the homeserver's error otherwise.
     public func login(userId: String) async throws(BackendError) -> BackendSession {
         let session = self.session
         guard userId == session.userId else {
@@ -126,6 +143,8 @@ public final class MatrixBackend: ChatBackend {
         return BackendSession(user: .object(user), serverTime: now)
     }
 
+    /// Stops the realtime connection (`.disconnected` if it was up) and every call until the next
+    /// `login`; the access token stays valid (the device is not logged out on the homeserver).
     public func logout() async {
         let loop = state.withLock { s -> Task<Void, Never>? in
             s.loggedIn = false

@@ -13,6 +13,10 @@ extension MatrixBackend {
         return parsed
     }
 
+    /// A page of a room's `m.room.message` events (`/messages`, from a message through `/context`),
+    /// with the counts of reactions seen before; `nextCursor` is the homeserver's pagination token.
+    /// Only `scope`, the paging settings and `hideDeleted` are applied; a query without a scope is
+    /// `ERR_MATRIX_UNSUPPORTED`, and a direct chat with no room yet is an empty page.
     public func messages(_ query: MessageQuery) async throws(BackendError) -> WirePage {
         guard query.limit >= 1 else { throw .server(status: 400, code: "ERR_INVALID_LIMIT", message: "limit must be at least 1") }
         guard let scope = query.scope else { throw unsupported("a message list across conversations") }
@@ -58,6 +62,9 @@ extension MatrixBackend {
         return WirePage(items: found, nextCursor: more ? from : nil)
     }
 
+    /// One message by the id the engine gave its event, with its latest edit applied.
+    /// - Throws: 404 `ERR_NOT_FOUND` for an id the engine never gave or an event that is not a
+    ///   message.
     public func message(id: Int) async throws(BackendError) -> JSONValue {
         let place = try event(of: id)
         guard let message = try await fetchMessage(room: place.room, event: place.event) else {
@@ -66,6 +73,13 @@ extension MatrixBackend {
         return message
     }
 
+    /// Sends the message as an event (`PUT …/send/{type}/{localMessageId}`: the transaction id, so
+    /// the same send repeated on the same device is the same event), creating the direct-message
+    /// room on the first send to a user; a quote becomes an `m.in_reply_to` reply with Element's
+    /// fallback, a `parentId` an `m.thread` relation. Answers the event as read back, with its
+    /// `localMessageId`.
+    /// - Throws: 400 `ERR_INVALID_MESSAGE` for a message without a receiver or local id, or a quote
+    ///   or parent in another room; the homeserver's error otherwise.
     public func send(_ message: JSONValue, localMessageId: String) async throws(BackendError) -> JSONValue {
         guard !localMessageId.isEmpty, localMessageId.utf8.count <= 255 else {
             throw .server(status: 400, code: "ERR_INVALID_MESSAGE", message: "a send needs a local message id")
@@ -107,6 +121,10 @@ extension MatrixBackend {
         return .object(sent)
     }
 
+    /// Edits one of the user's own messages with an `m.replace` event (`m.new_content`): the text,
+    /// caption, custom data or metadata `changes` holds. Answers the message as edited.
+    /// - Throws: 403 `ERR_NOT_THE_SENDER` for someone else's message; 400 `ERR_EMPTY_MESSAGE` for
+    ///   an empty text, `ERR_INVALID_MESSAGE` when nothing changes.
     public func editMessage(id: Int, changes: JSONValue) async throws(BackendError) -> JSONValue {
         let place = try event(of: id)
         let original = try await fetchEvent(room: place.room, event: place.event)
@@ -143,6 +161,7 @@ extension MatrixBackend {
         return message
     }
 
+    /// Redacts the message's event; answers it as deleted (`deletedAt`, `deletedBy`).
     public func deleteMessage(id: Int) async throws(BackendError) -> JSONValue {
         let place = try event(of: id)
         let txn = "redact-" + UUID().uuidString
@@ -156,6 +175,9 @@ extension MatrixBackend {
 
     // MARK: - Conversations
 
+    /// The joined rooms with a message among their 20 latest events, newest first, as conversations
+    /// (direct rooms as conversations with their user), up to `limit`, in one page; the other
+    /// `ConversationQuery` filters are not applied (the engine's cached phase applies them).
     public func conversations(_ query: ConversationQuery) async throws(BackendError) -> WirePage {
         WirePage(items: Array(try await allConversations().prefix(max(query.limit, 1))), nextCursor: nil)
     }

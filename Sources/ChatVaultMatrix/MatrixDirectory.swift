@@ -23,6 +23,8 @@ extension MatrixBackend {
         _ = try await call("PUT", ignoredPath, json: ["ignored_users": .object(map)])
     }
 
+    /// Adds the users to `m.ignored_user_list`; answers false for a string that is not a user id or
+    /// is the user's own.
     public func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] {
         var current = Set(try await ignoredUsers())
         var out: [String: Bool] = [:]
@@ -35,6 +37,8 @@ extension MatrixBackend {
         return out
     }
 
+    /// Takes the users out of `m.ignored_user_list`; answers false for a string that is not a user
+    /// id.
     public func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool] {
         var current = Set(try await ignoredUsers())
         var out: [String: Bool] = [:]
@@ -46,6 +50,8 @@ extension MatrixBackend {
         return out
     }
 
+    /// The users in `m.ignored_user_list` (whom the user blocked), with `searchKeyword` matched in
+    /// the user id. Who ignores the user is not visible in Matrix: `.me` answers an empty page.
     public func blockedUsers(_ query: BlockedUserQuery) async throws(BackendError) -> WirePage {
         // Matrix keeps only whom I ignore; who ignores me is not visible.
         guard query.direction != .me else { return WirePage(items: [], nextCursor: nil) }
@@ -59,6 +65,8 @@ extension MatrixBackend {
 
     // MARK: - Users: the user directory
 
+    /// A search of the user directory (people the user shares a room with, or in public rooms) for
+    /// `searchKeyword`, with `hideBlockedUsers` and `uids` applied; one page of at most 100.
     public func users(_ query: UserQuery) async throws(BackendError) -> WirePage {
         let limit = min(max(query.limit, 1), 100)
         let answer = try await call("POST", "/_matrix/client/v3/user_directory/search",
@@ -78,6 +86,8 @@ extension MatrixBackend {
 
     // MARK: - Groups: joined rooms
 
+    /// The joined rooms that are not direct-message rooms, with name, topic, avatar, creator,
+    /// creation time and member count; `searchKeyword` matched in the name; one page of `limit`.
     public func groups(_ query: GroupQuery) async throws(BackendError) -> WirePage {
         let filter: JSONValue = [
             "room": ["timeline": ["limit": 0], "state": ["lazy_load_members": true, "types": ["m.room.name", "m.room.topic", "m.room.avatar", "m.room.join_rules", "m.room.create"]],
@@ -113,10 +123,16 @@ extension MatrixBackend {
 
     // MARK: - Members: room membership and power levels
 
+    /// The room's joined members, with the scope their power level gives (≥ 100 admin, ≥ 50
+    /// moderator; a room version 12 room's creators are admins) and `scopes` and `searchKeyword`
+    /// applied; one page of `limit`.
+    /// - Throws: 404 `ERR_GUID_NOT_FOUND` when `guid` is not a room id; the power levels or the
+    ///   create event failing to read fails the page.
     public func groupMembers(_ query: GroupMemberQuery) async throws(BackendError) -> WirePage {
         try await members(query, membership: "join")
     }
 
+    /// The room's banned users, under the same rules as `groupMembers`.
     public func bannedGroupMembers(_ query: GroupMemberQuery) async throws(BackendError) -> WirePage {
         try await members(query, membership: "ban")
     }

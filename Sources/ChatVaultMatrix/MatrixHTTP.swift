@@ -9,11 +9,16 @@ import FoundationNetworking
 /// (network and server), seconds parsing JSON. The realtime long-poll, which waits by design, is
 /// not counted.
 public struct MatrixCallStatistics: Sendable, Equatable {
+    /// Requests answered (the realtime long-poll left out).
     public var requests = 0
+    /// Seconds spent waiting for answers (network and server).
     public var networkSeconds = 0.0
+    /// Seconds spent parsing JSON answers.
     public var jsonSeconds = 0.0
+    /// Bytes of the answers received.
     public var bytes = 0
 
+    /// Zero of everything.
     public init() {}
 }
 

@@ -5,6 +5,10 @@ import Foundation
 /// through the authenticated `/_matrix/client/v1/media/download/{server}/{id}` with the access
 /// token (current Synapse answers 404 on the old unauthenticated v3 download).
 extension MatrixBackend {
+    /// Uploads the file to `/_matrix/media/v3/upload` and answers its attachment (`url` the
+    /// `mxc://` URI, `name`, `mimeType`, `size`, `extension` from the name).
+    /// - Throws: 400 `ERR_FILE_NOT_FOUND` when the file cannot be read; 413 `ERR_MATRIX_TOO_LARGE`
+    ///   over `MatrixConfiguration.maxMediaBytes`.
     public func uploadMedia(path: String, name: String, mimeType: String) async throws(BackendError) -> JSONValue {
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
         guard let size = (attributes?[.size] as? NSNumber)?.int64Value else {
@@ -29,6 +33,10 @@ extension MatrixBackend {
         return .object(attachment)
     }
 
+    /// Downloads an `mxc://` URI through the authenticated `/_matrix/client/v1/media/download` with
+    /// the access token; the file is held whole (at most `maxMediaBytes`), then handed over in 64
+    /// KiB chunks.
+    /// - Throws: 404 `ERR_NOT_FOUND` for a URL that is not `mxc://`; 401 when logged out.
     public func downloadMedia(url: String) async throws(BackendError) -> MediaStream {
         guard let (server, id) = MatrixMedia.parse(url) else {
             throw .server(status: 404, code: "ERR_NOT_FOUND", message: "not an mxc:// URL")

@@ -52,6 +52,9 @@ extension MatrixBackend {
         return .object(o)
     }
 
+    /// Adds the user's `m.reaction` annotation with this key (once: one the user already has is not
+    /// sent again); answers the message with its reaction counts.
+    /// - Throws: 400 `ERR_INVALID_REACTION` for an empty reaction or one over 255 bytes.
     public func addReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue {
         guard !reaction.isEmpty, reaction.utf8.count <= 255 else {
             throw .server(status: 400, code: "ERR_INVALID_REACTION", message: "a reaction is 1 to 255 bytes")
@@ -65,6 +68,8 @@ extension MatrixBackend {
         return try await reactedMessage(place)
     }
 
+    /// Redacts the user's own annotations with this key; answers the message with its reaction
+    /// counts.
     public func removeReaction(messageId: Int, reaction: String) async throws(BackendError) -> JSONValue {
         let place = try event(of: messageId)
         let me = self.me
@@ -82,6 +87,8 @@ extension MatrixBackend {
         return message
     }
 
+    /// The message's annotations (`/relations`), only `reaction` if set, oldest first (`.previous`:
+    /// newest first); the cursor is a position in that list.
     public func reactions(_ query: ReactionQuery) async throws(BackendError) -> WirePage {
         let place = try event(of: query.messageId)
         var list = try await annotations(room: place.room, event: place.event)
@@ -111,6 +118,9 @@ extension MatrixBackend {
 
     // MARK: - Threads
 
+    /// The room's threads (`/threads`, `include` participated or all), each root with its
+    /// `m.thread` summary (reply count, latest reply); `nextCursor` is the homeserver's
+    /// `next_batch`. A query without a scope is `ERR_MATRIX_UNSUPPORTED`.
     public func threads(_ query: ThreadQuery) async throws(BackendError) -> WirePage {
         guard let scope = query.scope else { throw unsupported("a thread list across conversations") }
         guard let room = try await room(for: scope, create: false) else { return WirePage(items: [], nextCursor: nil) }
@@ -144,6 +154,9 @@ extension MatrixBackend {
 
     // MARK: - The notification feed: /notifications
 
+    /// What the user's push rules notified (`/notifications`), newest first, as feed items of
+    /// category `"matrix"` whose `channelId` is the room; `readState` applied; `nextCursor` is
+    /// `next_token`.
     public func notificationFeed(_ query: FeedQuery) async throws(BackendError) -> WirePage {
         var q = [("limit", String(min(max(query.limit, 1), 100)))]
         if let cursor = query.cursor { q.append(("from", cursor)) }

@@ -10,15 +10,20 @@ public import Foundation
 public struct MatrixSession: Sendable, Equatable, CustomStringConvertible {
     /// `@user:server`.
     public var userId: String
+    /// The device the homeserver gave at the first login; not secret: reuse it for every login of
+    /// the user on this machine.
     public var deviceId: String
+    /// The access token: a secret (keep it in `MatrixSessionStore`, never in a file or a log).
     public var accessToken: String
 
+    /// A session from its parts (as `MatrixSessionStore.load` rebuilds one).
     public init(userId: String, deviceId: String, accessToken: String) {
         self.userId = userId
         self.deviceId = deviceId
         self.accessToken = accessToken
     }
 
+    /// `MatrixSession(<user id>, device <device id>)`: never the access token.
     public var description: String { "MatrixSession(\(userId), device \(deviceId))" }
 }
 

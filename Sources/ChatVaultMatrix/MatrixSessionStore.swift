@@ -12,10 +12,14 @@ public import VaultKeys
 ///     let session = try await MatrixAccount.signIn(homeserver: url, user: "@alice:example.org",
 ///                                                  sessions: sessions) { readPassword() }
 public struct MatrixSessionStore: Sendable {
+    /// The `kind` attribute of a session's item.
     public static let kind = "matrix-session"
+    /// Where the sessions are kept (the Secret Service by default).
     public let store: any CredentialStore
+    /// The application id the items are filed under (their `application` attribute).
     public let applicationId: String
 
+    /// A store of the app's Matrix sessions in `store` (the Secret Service unless given).
     public init(store: any CredentialStore = SecretServiceKeyStore(), applicationId: String) {
         self.store = store
         self.applicationId = applicationId
@@ -31,6 +35,9 @@ public struct MatrixSessionStore: Sendable {
         return CredentialItemID(applicationId: applicationId, account: account, kind: Self.kind)
     }
 
+    /// Stores the session (user id, device id, access token) as one item, replacing the user's
+    /// previous one on that homeserver.
+    /// - Throws: the key store's `KeyStoreError` when it cannot store now (locked, no bus).
     public func save(_ session: MatrixSession, homeserver: URL) throws(KeyStoreError) {
         let secret: JSONValue = ["userId": .string(session.userId), "deviceId": .string(session.deviceId),
                                  "accessToken": .string(session.accessToken)]
@@ -53,6 +60,8 @@ public struct MatrixSessionStore: Sendable {
         }
     }
 
+    /// Deletes the stored session of the user on that homeserver.
+    /// - Throws: the key store's `KeyStoreError` when it cannot delete now.
     public func remove(homeserver: URL, userId: String) throws(KeyStoreError) {
         try store.deleteCredential(itemID(homeserver: homeserver, userId: userId))
     }
@@ -68,6 +77,8 @@ extension MatrixAccount {
         /// No stored session works and no password was given.
         case passwordNeeded
 
+        /// The reason in one sentence: the store's or the homeserver's error, or that a password is
+        /// needed (never the password or a token).
         public var description: String {
             switch self {
             case .sessionStore(let e): return "the Matrix session store: \(e)"

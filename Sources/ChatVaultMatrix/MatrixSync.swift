@@ -29,6 +29,13 @@ extension MatrixBackend {
         return String(decoding: filter.jsonData(), as: UTF8.self)
     }
 
+    /// The catch-up: `/sync?since=<token>` (at most 100 events per room), then each gap (a room cut
+    /// short, or beyond the page's share) read forward with `/messages` in pages of `limit`; the
+    /// token part-way is `cvm1.…`, so a restart resumes mid-gap. Edits, redactions and reactions
+    /// arrive as upserts or deletions of their message.
+    /// - Throws: 400 `ERR_INVALID_LIMIT` for a limit below 1; 400 `ERR_SYNC_TOKEN_INVALID` for a
+    ///   token that is not one of this backend's, or a `since` the homeserver refuses (400 or 404),
+    ///   so the engine starts over from nil.
     public func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage {
         guard limit >= 1 else { throw .server(status: 400, code: "ERR_INVALID_LIMIT", message: "limit must be at least 1") }
         if let token, token.hasPrefix(CatchUpPoint.prefix) {
@@ -112,6 +119,8 @@ extension MatrixBackend {
         return entries
     }
 
+    /// The current end of the homeserver's log: a `/sync` without a token and without rooms, whose
+    /// `next_batch` is the token; the server's clock as its time.
     public func latestSyncPoint() async throws(BackendError) -> ChangeLogPage {
         let filter: JSONValue = ["room": ["rooms": []], "presence": ["types": []], "account_data": ["types": ["m.direct"]]]
         let answer = try await call("GET", "/_matrix/client/v3/sync", query: [
@@ -297,6 +306,8 @@ extension MatrixBackend {
 
     // MARK: - Realtime
 
+    /// Starts the `/sync` long-poll loop from the current point and reports `.connected`; returns
+    /// at once when already connected. A failed poll ends the connection (`.disconnected`).
     public func connect() async throws(BackendError) {
         if state.withLock({ $0.connected }) { return }
         let start = try await latestSyncPoint().nextToken
@@ -319,6 +330,7 @@ extension MatrixBackend {
         }
     }
 
+    /// Stops the long-poll loop; reports `.disconnected` if it was connected.
     public func disconnect() async {
         let (loop, was) = state.withLock { s -> (Task<Void, Never>?, Bool) in
             s.connection += 1

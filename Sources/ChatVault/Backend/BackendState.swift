@@ -9,6 +9,7 @@ public enum BackendStateError: Error, Sendable, Equatable, CustomStringConvertib
     /// The cache refused the write (busy, full): nothing was changed; try again later.
     case cacheRefused
 
+    /// A sentence for logs naming the problem, never a key or a value.
     public var description: String {
         switch self {
         case .unusable: return "a backend state key or value is empty, too long, or has control characters"
@@ -31,7 +32,11 @@ public protocol BackendStateStore: Sendable {
 }
 
 extension BackendStateStore {
+    /// The value stored under `key`; nil when there is none.
     public func value(for key: String) -> String? { values(for: [key])[key] }
+    /// Sets the value under `key`, or removes it for nil.
+    /// - Throws: `.unusable` for an unusable key or value, `.cacheRefused` when the cache refused
+    ///   the write (nothing changed).
     public func set(_ value: String?, for key: String) throws(BackendStateError) { try set([key: value]) }
 }
 
@@ -39,8 +44,10 @@ extension BackendStateStore {
 public final class MemoryBackendState: BackendStateStore {
     private let table = Mutex<[String: String]>([:])
 
+    /// An empty store.
     public init() {}
 
+    /// The values stored under `keys` (keys without one are absent from the answer).
     public func values(for keys: [String]) -> [String: String] {
         table.withLock { t in
             var out: [String: String] = [:]
@@ -49,6 +56,8 @@ public final class MemoryBackendState: BackendStateStore {
         }
     }
 
+    /// Sets (or, for nil, removes) each value, all or none.
+    /// - Throws: `.unusable` when any key or value is unusable (nothing is changed).
     public func set(_ values: [String: String?]) throws(BackendStateError) {
         for (key, value) in values where !CacheBackendState.isUsable(key, value) { throw .unusable }
         table.withLock { t in for (key, value) in values { t[key] = value } }

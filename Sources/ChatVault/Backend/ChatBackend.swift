@@ -2,10 +2,12 @@ public import Foundation
 
 /// One page of a list, as wire JSON (see `WireDecoder` for each entity's fields).
 public struct WirePage: Sendable, Equatable {
+    /// The page's items, as the server rendered them (not yet validated).
     public var items: [JSONValue]
     /// The token for the next page; nil at the end.
     public var nextCursor: String?
 
+    /// A page of wire items and the token of the page after it.
     public init(items: [JSONValue], nextCursor: String?) {
         self.items = items
         self.nextCursor = nextCursor
@@ -21,6 +23,8 @@ public enum BackendError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The server answered with an error (HTTP-like status and the server's own code).
     case server(status: Int, code: String, message: String)
 
+    /// A sentence for logs: the kind of failure, and for a server error its status and code; the
+    /// server's message is the backend's own text, never message content.
     public var description: String {
         switch self {
         case .unreachable: return "the server cannot be reached"
@@ -57,10 +61,12 @@ public enum BackendError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// Who the session belongs to and the server's clock.
 public struct BackendSession: Sendable, Equatable {
+    /// The logged-in user as the server renders them (a user object, wire JSON).
     public var user: JSONValue
     /// Server time at login, epoch seconds.
     public var serverTime: Int64
 
+    /// A session for this user, at this server time.
     public init(user: JSONValue, serverTime: Int64) {
         self.user = user
         self.serverTime = serverTime
@@ -77,6 +83,8 @@ public struct BackendSession: Sendable, Equatable {
 public enum ChangeLogEntry: Sendable, Equatable {
     /// A message's current state (new, edited, reacted to, read…), as wire JSON.
     case messageUpserted(JSONValue)
+    /// A message was deleted; the engine marks its cached copy deleted (`deletedAt` is the page's
+    /// server time) and keeps the row.
     case messageDeleted(id: Int, conversationId: String)
     /// The conversation is gone for this user (deleted, or a group left): the engine removes it
     /// with its messages.
@@ -103,6 +111,8 @@ public struct ChangeLogPage: Sendable, Equatable {
     /// More changes remain after this page.
     public var hasMore: Bool
 
+    /// A page of changes, the sync point it reaches, that point's server time, and whether more
+    /// follow.
     public init(changes: [ChangeLogEntry], nextToken: String, serverTime: Int64, hasMore: Bool) {
         self.changes = changes
         self.nextToken = nextToken
@@ -113,10 +123,16 @@ public struct ChangeLogPage: Sendable, Equatable {
 
 /// Something the realtime connection delivered.
 public enum RealtimeEvent: Sendable, Equatable {
+    /// The connection is up: the engine waits `VaultSettings.stableConnectionDelay` before it
+    /// flushes the outbox and starts a catch-up sweep.
     case connected
+    /// The connection dropped; the engine reconnects with its backoff (`VaultSettings.reconnect`).
     case disconnected
+    /// A new message, as wire JSON (the shape of a message in a page).
     case messageReceived(JSONValue)
+    /// A message was edited: the message as it now reads, as wire JSON.
     case messageEdited(JSONValue)
+    /// A message was deleted: the message as deleted (`deletedAt`, `deletedBy`), as wire JSON.
     case messageDeleted(JSONValue)
     /// Someone reacted to a message. Wire shape (an object):
     /// `{"reaction": {id, messageId, reaction, uid, reactedAt, reactedBy?},` (a reaction as the
@@ -142,6 +158,7 @@ public struct MediaStream: Sendable {
     /// What the server says the length is (absent for chunked answers; a hostile server may lie —
     /// the engine bounds what it accepts whatever this says).
     public var contentLength: Int64?
+    /// The content type the server announced; nil when it sent none.
     public var mimeType: String?
     /// The bytes in order; ends when the download is complete; an error (a `BackendError`) ends it
     /// early. Iterate it once, from one task; cancelling that task, or dropping the stream, stops
@@ -149,6 +166,7 @@ public struct MediaStream: Sendable {
     /// cancelled: a cancelled consumer must not take that end for a complete download.
     public var chunks: AsyncThrowingStream<Data, any Error>
 
+    /// A download with the server's announced length and type and its bytes.
     public init(contentLength: Int64?, mimeType: String?, chunks: AsyncThrowingStream<Data, any Error>) {
         self.contentLength = contentLength
         self.mimeType = mimeType
@@ -172,19 +190,36 @@ public struct MediaStream: Sendable {
 /// keeps what it has (`readAt`, `deliveredAt` and `deletedAt` never go back in the cache).
 public protocol ChatBackend: Sendable {
     // Session
+    /// Starts the server session of `userId` (the engine calls it before `connect()`, again after a
+    /// logout); answers the user as the server knows them and the server's clock.
     func login(userId: String) async throws(BackendError) -> BackendSession
+    /// Ends the server session (called by `OfflineVault.logout()`); never throws, may do nothing.
     func logout() async
 
     // Reads
+    /// A page of messages with every `MessageQuery` setting applied; `nextCursor` is the page's far
+    /// edge as `"sentAt:id"` when more match, nil otherwise.
     func messages(_ query: MessageQuery) async throws(BackendError) -> WirePage
+    /// A page of threads (parent messages with their reply summary) with the `ThreadQuery`
+    /// settings.
     func threads(_ query: ThreadQuery) async throws(BackendError) -> WirePage
+    /// A page of the user's conversations, most recent activity first, with the `ConversationQuery`
+    /// settings.
     func conversations(_ query: ConversationQuery) async throws(BackendError) -> WirePage
+    /// A page of users with the `UserQuery` settings.
     func users(_ query: UserQuery) async throws(BackendError) -> WirePage
+    /// A page of blocked users (by the user, of the user, or both) with the `BlockedUserQuery`
+    /// settings.
     func blockedUsers(_ query: BlockedUserQuery) async throws(BackendError) -> WirePage
+    /// A page of groups the user can see, with the `GroupQuery` settings.
     func groups(_ query: GroupQuery) async throws(BackendError) -> WirePage
+    /// A page of a group's members, with the `GroupMemberQuery` settings.
     func groupMembers(_ query: GroupMemberQuery) async throws(BackendError) -> WirePage
+    /// A page of the users banned from a group, with the `GroupMemberQuery` settings.
     func bannedGroupMembers(_ query: GroupMemberQuery) async throws(BackendError) -> WirePage
+    /// A page of one message's reactions, in the query's direction.
     func reactions(_ query: ReactionQuery) async throws(BackendError) -> WirePage
+    /// A page of the user's notification feed, newest first, with the `FeedQuery` settings.
     func notificationFeed(_ query: FeedQuery) async throws(BackendError) -> WirePage
     /// One message; `.server(404, …)` when it does not exist.
     func message(id: Int) async throws(BackendError) -> JSONValue
@@ -211,6 +246,7 @@ public protocol ChatBackend: Sendable {
     func uploadMedia(path: String, name: String, mimeType: String) async throws(BackendError) -> JSONValue
     /// Blocks users; the answer maps each uid to success.
     func blockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool]
+    /// Unblocks users; the answer maps each uid to success.
     func unblockUsers(_ uids: [String]) async throws(BackendError) -> [String: Bool]
 
     // Catch-up sync
@@ -246,7 +282,10 @@ public protocol ChatBackend: Sendable {
     func resignMediaURL(_ url: String, messageId: Int) async throws(BackendError) -> String
 
     // Realtime
+    /// Opens the realtime connection; returning means connected (events then arrive on `events`).
+    /// Throws when it cannot connect; the engine retries with its backoff.
     func connect() async throws(BackendError)
+    /// Closes the realtime connection (`.disconnected` follows on `events` if it was up).
     func disconnect() async
     /// The realtime events of this backend's connection: one stream for the backend's whole life
     /// (across logout and login), iterated by one engine at a time; `.connected` and
@@ -267,9 +306,12 @@ public protocol ChatBackend: Sendable {
 }
 
 extension ChatBackend {
+    /// Does nothing: a backend with whole-number message ids needs no id map.
     public func attach(identities: any MessageIdentities) {}
+    /// Does nothing: a backend that keeps no state across restarts needs no store.
     public func attach(state: any BackendStateStore) {}
 
+    /// The default: `pagedLatestSyncPoint()`, which reads the whole log from nil to find its end.
     public func latestSyncPoint() async throws(BackendError) -> ChangeLogPage {
         try await pagedLatestSyncPoint()
     }

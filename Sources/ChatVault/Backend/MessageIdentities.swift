@@ -9,6 +9,7 @@ public struct MessageRef: Sendable, Hashable {
     /// The message's server time in milliseconds since the epoch (any value: clamped).
     public var timeMs: Int64
 
+    /// A server name and the message's server time in milliseconds since the epoch.
     public init(_ ref: String, timeMs: Int64) {
         self.ref = ref
         self.timeMs = timeMs
@@ -22,6 +23,7 @@ public enum MessageIdentityError: Error, Sendable, Equatable, CustomStringConver
     /// The cache refused the write (busy, full): nothing was allocated; try again.
     case cacheRefused
 
+    /// A sentence for logs naming the problem, never the server name.
     public var description: String {
         switch self {
         case .unusableRef: return "a server message id is empty, too long, or has control characters"
@@ -67,8 +69,11 @@ extension MessageIdentities {
 public final class MemoryMessageIdentities: MessageIdentities {
     private let table = Mutex(IdentityTable())
 
+    /// An empty map.
     public init() {}
 
+    /// The id of each ref, allocated from its time for refs seen first, keyed by `ref`.
+    /// - Throws: `.unusableRef` when any ref is unusable (nothing is allocated).
     public func ids(for refs: [MessageRef]) throws(MessageIdentityError) -> [String: Int] {
         try table.withLock { (t: inout IdentityTable) throws(MessageIdentityError) -> [String: Int] in
             var out: [String: Int] = [:]
@@ -80,10 +85,12 @@ public final class MemoryMessageIdentities: MessageIdentities {
         }
     }
 
+    /// The server's name of an id this map gave; nil for any other id.
     public func ref(for id: Int) -> String? {
         table.withLock { $0.refs[id] }
     }
 
+    /// The id this map gave `ref`; nil when it has none yet.
     public func existingId(for ref: String) -> Int? {
         table.withLock { $0.ids[ref] }
     }

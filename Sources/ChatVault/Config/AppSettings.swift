@@ -22,6 +22,7 @@ public final class AppSettings: Sendable {
     public final class AppSettingsBuilder {
         private var offlineConfig = OfflineConfig()
 
+        /// A builder with the default offline configuration (offline off).
         public init() {}
 
         /// Attaches the offline configuration; the last one set wins.
@@ -30,6 +31,7 @@ public final class AppSettings: Sendable {
             return self
         }
 
+        /// The settings, with the offline configuration attached last (or the default one).
         public func build() -> AppSettings {
             AppSettings(offlineConfig: offlineConfig)
         }

@@ -51,7 +51,9 @@ public enum SyncOutcome: String, Sendable, Codable, CaseIterable {
 
 /// Whether a catch-up sweep is running (`getSyncState()`), also spelled `CometChat.SyncState`.
 public enum SyncState: String, Sendable, Codable, CaseIterable {
+    /// No sweep is running.
     case idle
+    /// A sweep is running: from the moment it was accepted to the end of its last phase.
     case syncing
 }
 

@@ -15,6 +15,9 @@ public import VaultStore
 ///     }
 ///     vault.addOfflineCacheResetListener("RESET", observer)   // held weakly: keep `observer`
 public protocol OfflineCacheResetListener: AnyObject, Sendable {
+    /// The cache was reset for `reason`; `pendingMessagesLost` unsent messages were lost with it
+    /// (`CometChat.offlinePendingCountUnknown`, -1, when the number is unknown).
+    /// `isOfflineEnabled()` is false during the call; the new cache serves once it returns.
     func onOfflineCacheReset(_ reason: OfflineCacheResetReason, _ pendingMessagesLost: Int)
 }
 

@@ -24,12 +24,18 @@ public protocol MediaDownloadListener: AnyObject, Sendable {
 }
 
 extension MediaDownloadListener {
+    /// Does nothing: a listener hears only the events it implements.
     public func onMediaDownloaded(_ messageId: String, _ url: String, _ localPath: String) {}
+    /// Does nothing: a listener hears only the events it implements.
     public func onMediaDownloadFailed(_ attachment: Attachment?, _ error: CometChatException) {}
 }
 
 /// A background download's outcome, as `mediaDownloadEvents()` yields it.
 public enum MediaDownloadEvent: Sendable {
+    /// `onMediaDownloaded(_:_:_:)`: the message id, the URL without its query or fragment, and
+    /// where the bytes can be opened.
     case downloaded(messageId: String, url: String, localPath: String)
+    /// `onMediaDownloadFailed(_:_:)`: the attachment (when known) and
+    /// `ERROR_MEDIA_DOWNLOAD_FAILED`.
     case failed(attachment: Attachment?, error: CometChatException)
 }

@@ -138,6 +138,7 @@ extension OfflineVault {
         media.listeners.add(id, listener)
     }
 
+    /// Removes the background-download listener registered under `id`, if any.
     public func removeMediaDownloadListener(_ id: String) {
         media.listeners.remove(id)
     }
@@ -190,10 +191,13 @@ extension CometChat {
         vault.downloadMedia(url: url, messageServerId: messageServerId, onProgress: onProgress, onSuccess: onSuccess, onError: onError)
     }
 
+    /// Registers a background-download listener on the shared vault (held weakly; one per id); does
+    /// nothing without a vault.
     public static func addMediaDownloadListener(_ id: String, _ listener: any MediaDownloadListener) {
         offlineVault?.addMediaDownloadListener(id, listener)
     }
 
+    /// Removes the shared vault's background-download listener registered under `id`, if any.
     public static func removeMediaDownloadListener(_ id: String) {
         offlineVault?.removeMediaDownloadListener(id)
     }

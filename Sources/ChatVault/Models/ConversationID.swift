@@ -6,8 +6,11 @@
 ///     ConversationID.group("team").rawValue            // "group_team"
 ///     ConversationID(.user("bob"), me: "alice")        // the same as direct("alice", "bob")
 public struct ConversationID: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The id as stored and sent: `<uid>_user_<uid>` or `group_<guid>`.
     public let rawValue: String
 
+    /// An id as it is, unchecked (a server's or a cached row's); build new ones with `direct(_:_:)`
+    /// or `group(_:)`.
     public init(rawValue: String) {
         self.rawValue = rawValue
     }
@@ -30,5 +33,6 @@ public struct ConversationID: RawRepresentable, Hashable, Sendable, CustomString
         }
     }
 
+    /// The raw id (conversation ids hold uids or a guid, no message content).
     public var description: String { rawValue }
 }

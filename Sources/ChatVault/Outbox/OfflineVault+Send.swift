@@ -117,16 +117,22 @@ extension OfflineVault {
         classicSend(message, onSuccess: onSuccess, onError: onError)
     }
 
+    /// The classic media send: uploads the files and sends straight to the server, never queued, no
+    /// pending stage; offline it fails with `ERROR_INTERNET_UNAVAILABLE`.
     public func sendMediaMessage(message: MediaMessage, onSuccess: @escaping @Sendable (MediaMessage) -> Void,
                                  onError: @escaping @Sendable (CometChatException?) -> Void) {
         classicSend(message, onSuccess: onSuccess, onError: onError)
     }
 
+    /// The classic custom send: straight to the server, never queued; offline it fails with
+    /// `ERROR_INTERNET_UNAVAILABLE`.
     public func sendCustomMessage(message: CustomMessage, onSuccess: @escaping @Sendable (CustomMessage) -> Void,
                                   onError: @escaping @Sendable (CometChatException?) -> Void) {
         classicSend(message, onSuccess: onSuccess, onError: onError)
     }
 
+    /// The classic interactive send: straight to the server, never queued; offline it fails with
+    /// `ERROR_INTERNET_UNAVAILABLE`.
     public func sendInteractiveMessage(message: InteractiveMessage, onSuccess: @escaping @Sendable (InteractiveMessage) -> Void,
                                        onError: @escaping @Sendable (CometChatException?) -> Void) {
         classicSend(message, onSuccess: onSuccess, onError: onError)
@@ -395,6 +401,7 @@ extension OfflineVault {
         outbox.listeners.add(id, listener)
     }
 
+    /// Removes the outbox listener registered under `id`, if any.
     public func removeOutboxListener(_ id: String) {
         outbox.listeners.remove(id)
     }

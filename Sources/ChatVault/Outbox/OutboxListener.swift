@@ -22,7 +22,10 @@ public protocol OutboxListener: AnyObject, Sendable {
 }
 
 extension OutboxListener {
+    /// Does nothing: a listener hears only the events it implements.
     public func onOutboxMessagePending(_ message: BaseMessage) {}
+    /// Does nothing: a listener hears only the events it implements.
     public func onOutboxMessageSent(_ message: BaseMessage) {}
+    /// Does nothing: a listener hears only the events it implements.
     public func onOutboxMessageFailed(_ message: BaseMessage, _ reason: MessageFailureReason) {}
 }

@@ -17,6 +17,8 @@ public struct UploadFileItemStatus: Sendable, CustomStringConvertible {
     public let size: Int64
     /// The MIME type the upload declares (from the name's extension).
     public let mime: String
+    /// Where the file stands: `.queued`, `.uploading`, `.uploaded`, `.failed` (retry it with
+    /// `retryAttachment(fileId:)`) or `.rejected` (a retry will not help).
     public let state: UploadFileState
     /// Why the item is `.failed` or `.rejected`; nil otherwise.
     public let error: CometChatException?
@@ -29,6 +31,8 @@ public struct UploadFileItemStatus: Sendable, CustomStringConvertible {
     /// `file` names the original but no bytes of it are held.
     public let isRestored: Bool
 
+    /// `UploadFileItemStatus(<file id>, <state>, <size> bytes)`: never the name or a path (safe for
+    /// logs).
     public var description: String { "UploadFileItemStatus(\(fileId), \(state.rawValue), \(size) bytes)" }
 }
 
@@ -87,21 +91,28 @@ public final class UploadFileRequest: Sendable {
             self.vault = vault
         }
 
+        /// The uid or guid the files are for (the composer's receiver).
         @discardableResult public func set(receiverId: String) -> Self { self.receiverId = receiverId; return self }
+        /// Whether `receiverId` is a user or a group (default `.user`).
         @discardableResult public func set(receiverType: ReceiverType) -> Self { self.receiverType = receiverType; return self }
         /// 0 (the default) for the main composer, the thread parent's id for a thread's composer.
         @discardableResult public func set(parentMessageId: Int) -> Self { self.parentMessageId = parentMessageId; return self }
         /// The local files to upload (`file://` URLs), replacing any set before.
         @discardableResult public func set(files: [URL]) -> Self { self.files = files; return self }
+        /// Adds one local file (a `file://` URL) to the files to upload.
         @discardableResult public func add(file: URL) -> Self { files.append(file); return self }
 
+        /// The request for this composer, through the builder's vault (or
+        /// `CometChat.offlineVault`). Nothing is copied or uploaded until `upload`.
         public func build() -> UploadFileRequest {
             UploadFileRequest(vault: vault ?? CometChat.offlineVault, receiverId: receiverId, receiverType: receiverType,
                               parentMessageId: parentMessageId, files: files, batchId: nil)
         }
     }
 
+    /// The uid or guid of the composer's receiver.
     public let receiverId: String
+    /// Whether `receiverId` is a user or a group.
     public let receiverType: ReceiverType
     /// 0 for the main composer, the thread parent's id for a thread's.
     public let parentMessageId: Int
@@ -215,6 +226,10 @@ public final class UploadFileRequest: Sendable {
         try await vault.removeUpload(self, fileId: fileId)
     }
 
+    /// `remove(fileId:)` with closures: `onSuccess` once the file left the batch, `onError` with
+    /// `ERROR_OFFLINE_MESSAGE_NOT_FOUND` (no such file), `ERROR_OFFLINE_MESSAGE_PERSIST_FAILED`
+    /// (the cache is busy: nothing changed, try again) or `ERROR_OFFLINE_DISABLED`; on the vault's
+    /// callback executor.
     public func remove(fileId: String, onSuccess: @escaping @Sendable () -> Void, onError: @escaping @Sendable (CometChatException) -> Void) {
         Task.detached {
             do throws(CometChatException) {
@@ -234,6 +249,10 @@ public final class UploadFileRequest: Sendable {
         try await vault.clearUploads(self)
     }
 
+    /// `clear()` with closures: `onSuccess` once the batch ended, `onError` with
+    /// `ERROR_OFFLINE_MESSAGE_NOT_FOUND` (it already ended), `ERROR_OFFLINE_MESSAGE_PERSIST_FAILED`
+    /// (the cache is busy: nothing changed, try again) or `ERROR_OFFLINE_DISABLED`; on the vault's
+    /// callback executor.
     public func clear(onSuccess: @escaping @Sendable () -> Void, onError: @escaping @Sendable (CometChatException) -> Void) {
         Task.detached {
             do throws(CometChatException) {

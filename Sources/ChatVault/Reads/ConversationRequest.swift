@@ -91,6 +91,7 @@ public final class ConversationRequest: Sendable {
         /// Only conversations with AI agents.
         @discardableResult public func onlyAgentic(_ value: Bool) -> Self { query.onlyAgentic = value; return self }
 
+        /// The request, reading through the builder's vault (or `CometChat.offlineVault`).
         public func build() -> ConversationRequest {
             ConversationRequest(vault: vault ?? CometChat.offlineVault, query: query)
         }

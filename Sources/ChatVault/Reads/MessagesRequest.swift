@@ -43,44 +43,90 @@ public final class MessagesRequest: Sendable {
             self.vault = vault
         }
 
+        /// Messages per page, clamped to 1…100 (default 30).
         @discardableResult public func set(limit: Int) -> Self { query.limit = min(max(limit, 1), 100); return self }
+        /// The one-to-one conversation with this user; with `set(guid:)` too, that sender's
+        /// messages in the group instead (server-only: the cached page is empty).
         @discardableResult public func set(uid: String) -> Self { self.uid = uid; return self }
+        /// The group's conversation (with `set(uid:)`: one sender's messages in it, server-only).
         @discardableResult public func set(guid: String) -> Self { self.guid = guid; return self }
+        /// Start the first page at this time, server epoch seconds: `fetchPrevious` reads messages
+        /// sent before it, `fetchNext` those sent at or after it.
         @discardableResult public func set(timeStamp: Int) -> Self { query.timestamp = timeStamp; return self }
+        /// Start the first page at this message (its server id): `fetchPrevious` reads the messages
+        /// before it, `fetchNext` those after it.
         @discardableResult public func set(messageID: Int) -> Self { query.messageId = messageID; return self }
+        /// Only messages from others that the user has not read (answered from the cache).
         @discardableResult public func set(unread: Bool) -> Self { query.unread = unread; return self }
+        /// Leave out messages from users the user blocked (answered from the cache, with the SDK's
+        /// blocked-users list).
         @discardableResult public func hideMessagesFromBlockedUsers(_ block: Bool) -> Self { query.hideMessagesFromBlockedUsers = block; return self }
+        /// Server-only: messages whose text or caption contains the keyword. A non-empty keyword
+        /// makes the cached page empty.
         @discardableResult public func set(searchKeyword: String) -> Self { query.searchKeyword = searchKeyword; return self }
+        /// Leave out deleted messages (answered from the cache).
         @discardableResult public func hideDeletedMessages(hide: Bool) -> Self { query.hideDeleted = hide; return self }
+        /// Server-only: messages updated after this time, server epoch seconds. The cached page is
+        /// empty while it is set.
         @discardableResult public func setUpdatedAfter(timeStamp: Int) -> Self { query.updatedAfter = timeStamp; return self }
+        /// Server-only: messages changed after they were sent (edited, deleted, reacted to…). The
+        /// cached page is empty while it is on.
         @discardableResult public func updatesOnly(onlyUpdates: Bool) -> Self { query.updatesOnly = onlyUpdates; return self }
+        /// Only messages of any of these categories (`"message"`, `"custom"`, `"action"`…; answered
+        /// from the cache).
         @discardableResult public func set(categories: [String]) -> Self { query.categories = categories; return self }
+        /// Only messages of any of these types (`"text"`, `"image"`, a custom type…; answered from
+        /// the cache).
         @discardableResult public func set(types: [String]) -> Self { query.types = types; return self }
         /// One category (the SDK's singular form): the same as `set(categories: [category])`.
         @discardableResult public func set(category: String) -> Self { query.categories = [category]; return self }
         /// One type (the SDK's singular form): the same as `set(types: [type])`.
         @discardableResult public func set(type: String) -> Self { query.types = [type]; return self }
+        /// The replies of this thread parent (its server id) instead of the conversation's
+        /// messages.
         @discardableResult public func setParentMessageId(parentMessageId: Int) -> Self { query.parentMessageId = parentMessageId; return self }
+        /// Leave out thread replies (answered from the cache; ignored for a thread read).
         @discardableResult public func hideReplies(hide: Bool) -> Self { query.hideReplies = hide; return self }
+        /// Only messages carrying any of these tags (answered from the cache).
         @discardableResult public func setTags(_ tags: [String]) -> Self { query.tags = tags; return self }
+        /// Enrichment: ask the server for each message's tags (the cache always has them; never
+        /// blocks the cached phase).
         @discardableResult public func withTags(_ withTags: Bool) -> Self { query.withTags = withTags; return self }
+        /// Enrichment: ask for the mentioned users' tags (never blocks the cached phase).
         @discardableResult public func mentionsWithTagInfo(_ value: Bool) -> Self { query.mentionsWithTagInfo = value; return self }
+        /// Enrichment: ask for the mentioned users' blocked flags (never blocks the cached phase).
         @discardableResult public func mentionsWithBlockedInfo(_ value: Bool) -> Self { query.mentionsWithBlockedInfo = value; return self }
+        /// Server-only: interactive messages whose interaction goal is met. The cached page is
+        /// empty while it is on.
         @discardableResult public func setInteractionGoalCompletedOnly(_ value: Bool) -> Self { query.interactionGoalCompletedOnly = value; return self }
+        /// Enrichment: ask the server to include a reply's parent message (never blocks the cached
+        /// phase).
         @discardableResult public func set(withParent: Bool) -> Self { query.withParent = withParent; return self }
+        /// Only messages pinned in their conversation (answered from the cache).
         @discardableResult public func set(pinned: Bool) -> Self { query.pinned = pinned; return self }
+        /// Only messages the user saved (answered from the cache).
         @discardableResult public func set(saved: Bool) -> Self { query.saved = saved; return self }
+        /// Server-only: messages whose text or caption holds a link. The cached page is empty while
+        /// it is on.
         @discardableResult public func has(links: Bool) -> Self { query.hasLinks = links; return self }
+        /// Only media messages with attachments (answered from the cache).
         @discardableResult public func has(attachments: Bool) -> Self { query.hasAttachments = attachments; return self }
+        /// Only messages with at least one reaction (answered from the cache).
         @discardableResult public func has(reactions: Bool) -> Self { query.hasReactions = reactions; return self }
         /// Only messages that mention someone.
         @discardableResult public func has(mentions: Bool) -> Self { query.hasMentions = mentions; return self }
         /// Only messages that mention me.
         @discardableResult public func myMentionsOnly(_ value: Bool) -> Self { query.myMentionsOnly = value; return self }
+        /// Only messages that mention any of these users (answered from the cache).
         @discardableResult public func set(mentionedUIDs: [String]) -> Self { query.mentionedUIDs = mentionedUIDs; return self }
+        /// Only media messages of any of these kinds (answered from the cache).
         @discardableResult public func set(attachmentTypes: [AttachmentType]) -> Self { query.attachmentTypes = attachmentTypes; return self }
+        /// Enrichment: ask the server to leave out a reply's quoted message (never blocks the
+        /// cached phase).
         @discardableResult public func hideQuotedMessages(_ hide: Bool) -> Self { query.hideQuotedMessages = hide; return self }
 
+        /// The request, reading through the builder's vault (or `CometChat.offlineVault`); with
+        /// neither, every fetch fails with `ERROR_USER_NOT_LOGGED_IN`.
         public func build() -> MessagesRequest {
             var q = query
             if let guid {
@@ -110,12 +156,22 @@ public final class MessagesRequest: Sendable {
 
     // MARK: Two-phase overloads
 
+    /// The next page toward older messages, in two phases: the cached page first (even when empty),
+    /// then the server's copy of the same slice, written through to the cache before it is
+    /// delivered. Offline, `onError` with `ERROR_INTERNET_UNAVAILABLE` follows the cached page; a
+    /// fetch while another is in flight fails with `ERROR_REQUEST_IN_PROGRESS`.
+    ///
+    ///     request.fetchPrevious(onCachedMessages: { render($0) }, onServerMessages: { reconcile($0) },
+    ///                           onError: { print($0?.errorCode ?? "") })
     public func fetchPrevious(onCachedMessages: @escaping @Sendable ([BaseMessage]) -> Void,
                               onServerMessages: @escaping @Sendable ([BaseMessage]) -> Void,
                               onError: @escaping @Sendable (CometChatException?) -> Void) {
         start(.previous, cachedPhase: true, onCached: onCachedMessages, onServer: onServerMessages, onError: onError)
     }
 
+    /// The next page toward newer messages, in two phases as `fetchPrevious`: cached first (even
+    /// when empty), then the server's copy of the same slice, written through before it is
+    /// delivered; offline, `onError` with `ERROR_INTERNET_UNAVAILABLE` follows the cached page.
     public func fetchNext(onCachedMessages: @escaping @Sendable ([BaseMessage]) -> Void,
                           onServerMessages: @escaping @Sendable ([BaseMessage]) -> Void,
                           onError: @escaping @Sendable (CometChatException?) -> Void) {
@@ -124,10 +180,14 @@ public final class MessagesRequest: Sendable {
 
     // MARK: Classic overloads (never a cached or pending result)
 
+    /// The server's previous page only, as before offline support: never a cached or pending
+    /// result. The server's page is still written through to the cache.
     public func fetchPrevious(onSuccess: @escaping @Sendable ([BaseMessage]) -> Void, onError: @escaping @Sendable (CometChatException?) -> Void) {
         start(.previous, cachedPhase: false, onCached: nil, onServer: onSuccess, onError: onError)
     }
 
+    /// The server's next page only, as before offline support: never a cached or pending result.
+    /// The server's page is still written through to the cache.
     public func fetchNext(onSuccess: @escaping @Sendable ([BaseMessage]) -> Void, onError: @escaping @Sendable (CometChatException?) -> Void) {
         start(.next, cachedPhase: false, onCached: nil, onServer: onSuccess, onError: onError)
     }

@@ -25,8 +25,11 @@ public protocol ConversationDetailsListener: AnyObject, Sendable {
 }
 
 extension ConversationDetailsListener {
+    /// Does nothing: a listener hears only the phases it implements.
     public func onCachedConversation(_ conversation: Conversation) {}
+    /// Does nothing: a listener hears only the phases it implements.
     public func onServerConversation(_ conversation: Conversation?) {}
+    /// Does nothing: a listener hears only the phases it implements.
     public func onError(_ error: CometChatException?) {}
 }
 
@@ -50,8 +53,11 @@ public protocol MessageDetailsListener: AnyObject, Sendable {
 }
 
 extension MessageDetailsListener {
+    /// Does nothing: a listener hears only the phases it implements.
     public func onCachedMessage(_ message: BaseMessage) {}
+    /// Does nothing: a listener hears only the phases it implements.
     public func onServerMessage(_ message: BaseMessage?) {}
+    /// Does nothing: a listener hears only the phases it implements.
     public func onError(_ error: CometChatException?) {}
 }
 

@@ -45,6 +45,7 @@ public final class ThreadsRequest: Sendable {
         /// Only threads the user started or replied to (default true).
         @discardableResult public func set(participatedByMe: Bool) -> Self { query.participatedByMe = participatedByMe; return self }
 
+        /// The request, reading through the builder's vault (or `CometChat.offlineVault`).
         public func build() -> ThreadsRequest {
             ThreadsRequest(vault: vault ?? CometChat.offlineVault, query: query)
         }

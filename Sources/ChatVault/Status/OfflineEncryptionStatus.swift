@@ -32,6 +32,7 @@ public struct OfflineEncryptionStatus: Sendable, Equatable, CustomStringConverti
         ]
     }
 
+    /// The status in one line for logs (every key but `leakage`).
     public var description: String {
         "enabled=\(enabled) atRest=\(atRest) keyStorage=\(keyStorage) cipherAvailable=\(cipherAvailable) cipher=\(cipher ?? "null")"
     }

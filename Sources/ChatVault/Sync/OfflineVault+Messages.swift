@@ -10,6 +10,7 @@ extension OfflineVault {
         realtime.listeners.add(id, listener)
     }
 
+    /// Removes the message listener registered under `id`, if any.
     public func removeMessageListener(_ id: String) {
         realtime.listeners.remove(id)
     }
@@ -32,6 +33,7 @@ extension CometChat {
         offlineVault?.addMessageListener(id, listener)
     }
 
+    /// Removes the shared vault's message listener registered under `id`, if any.
     public static func removeMessageListener(_ id: String) {
         offlineVault?.removeMessageListener(id)
     }

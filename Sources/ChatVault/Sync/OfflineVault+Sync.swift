@@ -16,6 +16,7 @@ extension OfflineVault {
         sync.listeners.add(id, listener)
     }
 
+    /// Removes the sync listener registered under `id`, if any.
     public func removeSyncListener(_ id: String) {
         sync.listeners.remove(id)
     }
@@ -95,6 +96,7 @@ extension CometChat {
         offlineVault?.addSyncListener(id, listener)
     }
 
+    /// Removes the shared vault's sync listener registered under `id`, if any.
     public static func removeSyncListener(_ id: String) {
         offlineVault?.removeSyncListener(id)
     }

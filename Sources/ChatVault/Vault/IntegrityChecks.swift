@@ -104,6 +104,8 @@ final class IntegrityChecks: Sendable {
 
 /// The outcome of `OfflineVault.waitForIntegrityCheck(timeout:)`.
 public struct IntegrityCheckOutcome: Sendable {
+    /// How the background check went, or that it is still running (`.pending`) when the wait timed
+    /// out.
     public let result: BackgroundIntegrityCheck
     /// The re-open that reset a damaged cache (`result == .damaged`): its state, resets and notes.
     public let reopen: OpenAttempt?

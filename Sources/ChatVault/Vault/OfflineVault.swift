@@ -45,6 +45,8 @@ public enum OfflineState: Sendable, Equatable {
 
 /// The result of `login`, `retryOpen` or a background re-open.
 public struct OpenAttempt: Sendable {
+    /// Where the engine stands after the attempt: `.ready`, `.unavailable(reason)` (retried with
+    /// backoff), `.onlineOnly`, `.plaintextFallback`, …
     public let state: OfflineState
     /// Resets performed by this attempt (each was also delivered to the reset listeners).
     public let resets: [CacheReset]
@@ -70,7 +72,11 @@ public struct OpenAttempt: Sendable {
 /// Several instances may exist in one process (tests do); two of them never open the same user's
 /// cache at once (the second gets `.unavailable(.cacheInUse)`).
 public final class OfflineVault: Sendable {
+    /// The seeds' offline configuration the engine was made with (enabled, caps, encryption…),
+    /// clamped as `OfflineConfig` clamps it.
     public let config: OfflineConfig
+    /// ChatVault's own settings the engine was made with (application id, key stores, callback
+    /// executor, retry and sync pacing).
     public let settings: VaultSettings
     /// The server this engine reads from and sends to.
     public let backend: any ChatBackend
@@ -323,6 +329,7 @@ public final class OfflineVault: Sendable {
         resetListeners.add(id, listener)
     }
 
+    /// Removes the reset listener registered under `id`, if any.
     public func removeOfflineCacheResetListener(_ id: String) {
         resetListeners.remove(id)
     }
@@ -527,6 +534,7 @@ public enum VaultSetupError: Error, Sendable, Equatable, CustomStringConvertible
     /// The software key directory lies inside the cache root (or contains it).
     case keyDirectoryInsideCache
 
+    /// A sentence saying which setting to fix.
     public var description: String {
         switch self {
         case .invalidApplicationId: return "the application id must be a reverse-DNS name (letters, digits, '.', '-', '_')"

@@ -16,10 +16,15 @@ public enum KeyStorageOption: Sendable {
 
 /// Retry schedule while the cache is temporarily unavailable (a locked keyring, a busy database).
 public struct RetryPolicy: Sendable, Equatable {
+    /// The delay before the first retry (default 1 s).
     public var initialDelay: Duration
+    /// The longest delay between two retries (default 60 s).
     public var maximumDelay: Duration
+    /// How much each delay grows over the one before (default 2; at least 1).
     public var multiplier: Double
 
+    /// A schedule starting at `initialDelay`, growing by `multiplier` up to `maximumDelay` (a
+    /// multiplier below 1 counts as 1).
     public init(initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(60), multiplier: Double = 2) {
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay
@@ -58,6 +63,8 @@ public struct MediaSettings: Sendable, Equatable {
     /// for encrypted media and `downloadMedia` fails with `ERROR_OFFLINE_MEDIA_VIEW_UNAVAILABLE`).
     public var runtimeDirectory: String?
 
+    /// The defaults: 2 GiB per file, 30 s idle timeout, 2 background downloads, views under
+    /// `$XDG_RUNTIME_DIR`.
     public init() {}
 }
 
@@ -98,6 +105,8 @@ public struct SyncSettings: Sendable, Equatable {
         didSet { conversationPageSize = min(max(conversationPageSize, 1), 50) }
     }
 
+    /// Settings with the defaults above; each value is clamped as its property says (nil
+    /// `maxChangesPerPage`: 5 × `pageSize`).
     public init(pageSize: Int = 2000, maxPagesPerSweep: Int = 5, maxFollowUpSweeps: Int = 50, maxChangesPerPage: Int? = nil,
                 forceCooldown: Duration = .seconds(10), flushWait: Duration = .seconds(20), conversationPageSize: Int = 50) {
         self.pageSize = min(max(pageSize, 1), 5000)
@@ -125,9 +134,12 @@ public struct VaultSettings: Sendable {
     public var keyStorage: [KeyStorageOption]
     /// Where listeners and callbacks run. Default `.main`.
     public var callbackExecutor: CallbackExecutor
+    /// When a temporarily unavailable cache (a locked keyring, a busy database) is tried again
+    /// (default: 1 s doubling to 60 s); `retryOpen()` tries at once.
     public var retry: RetryPolicy
     /// Unclassified open failures in a row before an `.escalated` reset.
     public var escalationThreshold: Int
+    /// How many caches set aside by resets are kept, and for how long (default 3 entries, 30 days).
     public var quarantine: QuarantinePolicy
     /// Caches up to this size are integrity-checked during open; larger ones right after, in the
     /// background (a failure then resets the cache as `.corrupted`, moments after `login` reported
@@ -147,6 +159,9 @@ public struct VaultSettings: Sendable {
     /// The media cache's bounds on downloads.
     public var media = MediaSettings()
 
+    /// The settings of an app. Only `applicationId` is required; `applicationName` defaults to it,
+    /// `escalationThreshold` is at least 1, and the integrity-check limit defaults to 1 MiB. The
+    /// engine refuses an id that is not reverse-DNS (`VaultSetupError.invalidApplicationId`).
     public init(applicationId: String, applicationName: String? = nil, rootDirectory: String? = nil,
                 keyStorage: [KeyStorageOption] = [.secretService()], callbackExecutor: CallbackExecutor = .main,
                 retry: RetryPolicy = RetryPolicy(), escalationThreshold: Int = 3, quarantine: QuarantinePolicy = QuarantinePolicy(),

@@ -10,24 +10,35 @@ public import Foundation
 ///     let data: JSONValue = ["text": "hi", "count": 2, "tags": ["a", "b"]]
 ///     data["text"]?.stringValue   // "hi"
 public enum JSONValue: Sendable, Hashable {
+    /// JSON `null` (a field that is null counts as absent wherever the decoder reads it).
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A whole number (a JSON number without a fraction or exponent, when it fits 64 bits).
     case int(Int64)
+    /// Any other number.
     case double(Double)
+    /// A string.
     case string(String)
+    /// A list, in order.
     case array([JSONValue])
+    /// An object (its keys unordered; `jsonData()` writes them sorted).
     case object([String: JSONValue])
 
+    /// The field `key` of an object; nil when absent or when the value is not an object.
     public subscript(key: String) -> JSONValue? {
         if case .object(let fields) = self { return fields[key] }
         return nil
     }
 
+    /// The string; nil for any other kind of value.
     public var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
     }
 
+    /// The number as a whole number: an `.int`, or a `.double` with no fraction within `Int64`'s
+    /// range; nil otherwise.
     public var intValue: Int64? {
         switch self {
         case .int(let n): return n
@@ -36,6 +47,7 @@ public enum JSONValue: Sendable, Hashable {
         }
     }
 
+    /// The number as a `Double` (an `.int` converted); nil for any other kind of value.
     public var doubleValue: Double? {
         switch self {
         case .int(let n): return Double(n)
@@ -44,21 +56,25 @@ public enum JSONValue: Sendable, Hashable {
         }
     }
 
+    /// The boolean; nil for any other kind of value (numbers are not booleans).
     public var boolValue: Bool? {
         if case .bool(let b) = self { return b }
         return nil
     }
 
+    /// The list's elements; nil for any other kind of value.
     public var arrayValue: [JSONValue]? {
         if case .array(let a) = self { return a }
         return nil
     }
 
+    /// The object's fields; nil for any other kind of value.
     public var objectValue: [String: JSONValue]? {
         if case .object(let o) = self { return o }
         return nil
     }
 
+    /// Whether the value is `.null`.
     public var isNull: Bool {
         if case .null = self { return true }
         return false
@@ -67,14 +83,21 @@ public enum JSONValue: Sendable, Hashable {
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral {
+    /// `"text"` is `.string("text")`.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// `2` is `.int(2)`.
     public init(integerLiteral value: Int64) { self = .int(value) }
+    /// `2.5` is `.double(2.5)`.
     public init(floatLiteral value: Double) { self = .double(value) }
+    /// `true` is `.bool(true)`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// `["a", 1]` is `.array([.string("a"), .int(1)])`.
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// `["k": 1]` is `.object(["k": .int(1)])`; of a key written twice, the last value wins.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
+    /// `nil` is `.null`.
     public init(nilLiteral: ()) { self = .null }
 }
 
@@ -147,6 +170,7 @@ extension JSONValue {
 // MARK: - Equality and hashing without recursion
 
 extension JSONValue {
+    /// Structural equality, strict about kinds (`.int(1)` is not `.double(1)`), without recursion.
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         var pending: [(JSONValue, JSONValue)] = [(lhs, rhs)]
         while let (a, b) = pending.popLast() {
@@ -171,6 +195,7 @@ extension JSONValue {
         return true
     }
 
+    /// Hashes the whole value, consistently with `==`, without recursion.
     public func hash(into hasher: inout Hasher) {
         var pending: [JSONValue] = [self]
         while let value = pending.popLast() {

@@ -19,6 +19,7 @@ public struct WireLimits: Sendable, Equatable {
     /// stored: every field counts, known or not.
     public var maxItemBytes = 1024 * 1024
 
+    /// The default limits (the values above).
     public init() {}
 
     /// The largest whole number or time a server may send: 2^53, the largest a JSON number (a
@@ -39,18 +40,30 @@ public struct WireLimits: Sendable, Equatable {
 
 /// Why a server payload was rejected. Names the entity and the field, never the value.
 public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong with the field.
     public enum Problem: Sendable, Equatable {
+        /// A required field is absent (or null).
         case missing
+        /// The field holds another kind of value than `expected` (e.g. "a string").
         case wrongType(expected: String)
+        /// The field is longer than `limit` bytes (UTF-8).
         case tooLong(limit: Int)
+        /// The list holds more than `limit` items.
         case tooMany(limit: Int)
+        /// The value is unusable for the reason given (a fixed phrase such as "out of range", never
+        /// the value itself).
         case invalid(String)
     }
 
+    /// The entity being read ("message", "conversation", "user", …).
     public let entity: String
+    /// The field's path within it (e.g. `data.attachments[0].url`; `(root)` or `(item)` for the
+    /// whole).
     public let field: String
+    /// What is wrong with it.
     public let problem: Problem
 
+    /// "the server sent an invalid <entity>: <field> <problem>": names the field, never its value.
     public var description: String {
         let what: String
         switch problem {

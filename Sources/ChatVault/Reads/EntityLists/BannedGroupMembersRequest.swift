@@ -34,6 +34,7 @@ public final class BannedGroupMembersRequest: Sendable {
         /// Only users banned with these scopes.
         @discardableResult public func set(scopes: [String]) -> Self { query.scopes = scopes; return self }
 
+        /// The request, reading through the builder's vault (or `CometChat.offlineVault`).
         public func build() -> BannedGroupMembersRequest {
             BannedGroupMembersRequest(vault: vault ?? CometChat.offlineVault, query: query)
         }

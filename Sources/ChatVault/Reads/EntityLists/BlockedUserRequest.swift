@@ -44,6 +44,7 @@ public final class BlockedUserRequest: Sendable {
         /// Server-only: the cached page is empty.
         @discardableResult public func set(searchKeyword: String) -> Self { query.searchKeyword = searchKeyword; return self }
 
+        /// The request, reading through the builder's vault (or `CometChat.offlineVault`).
         public func build() -> BlockedUserRequest {
             BlockedUserRequest(vault: vault ?? CometChat.offlineVault, query: query)
         }

@@ -38,6 +38,7 @@ public final class GroupMembersRequest: Sendable {
         /// Presence filter; server-only: the cached page is empty.
         @discardableResult public func set(status: UserStatus) -> Self { query.status = status; return self }
 
+        /// The request, reading through the builder's vault (or `CometChat.offlineVault`).
         public func build() -> GroupMembersRequest {
             GroupMembersRequest(vault: vault ?? CometChat.offlineVault, query: query)
         }

@@ -30,10 +30,14 @@ public final class GroupsRequest: Sendable {
         @discardableResult public func set(limit: Int) -> Self { query.limit = EntityListLimit.clamp(limit); return self }
         /// Server-only: the cached page is empty.
         @discardableResult public func set(searchKeyword: String) -> Self { query.searchKeyword = searchKeyword; return self }
+        /// Only groups the user is a member of.
         @discardableResult public func set(joinedOnly: Bool) -> Self { query.joinedOnly = joinedOnly; return self }
+        /// Only groups carrying any of these tags.
         @discardableResult public func set(tags: [String]) -> Self { query.tags = tags; return self }
+        /// Enrichment: ask for each group's tags.
         @discardableResult public func withTags(_ withTags: Bool) -> Self { query.withTags = withTags; return self }
 
+        /// The request, reading through the builder's vault (or `CometChat.offlineVault`).
         public func build() -> GroupsRequest {
             GroupsRequest(vault: vault ?? CometChat.offlineVault, query: query)
         }

@@ -3,7 +3,9 @@ import Foundation
 /// Which feed items a `NotificationFeedRequest` lists by read state (`FeedReadState`); leave it
 /// unset for all.
 public enum FeedReadState: String, Sendable, Codable, CaseIterable {
+    /// Items the user has read.
     case read
+    /// Items the user has not read yet.
     case unread
 }
 
@@ -39,16 +41,22 @@ public final class NotificationFeedRequest: Sendable {
 
         /// Page size, 1 to 100 (default 20).
         @discardableResult public func set(limit: Int) -> Self { query.limit = EntityListLimit.clamp(limit); return self }
+        /// Only read or only unread items (unset: both).
         @discardableResult public func set(readState: FeedReadState) -> Self { query.readState = readState.rawValue; return self }
+        /// Only items of this category.
         @discardableResult public func set(category: String) -> Self { query.category = category; return self }
+        /// Only items with this category id.
         @discardableResult public func set(categoryId: String) -> Self { query.categoryId = categoryId; return self }
+        /// Only items of this channel.
         @discardableResult public func set(channelId: String) -> Self { query.channelId = channelId; return self }
+        /// Only items carrying any of these tags.
         @discardableResult public func set(tags: [String]) -> Self { query.tags = tags; return self }
         /// Items sent at or after this ISO 8601 date-time.
         @discardableResult public func set(dateFrom: String) -> Self { query.dateFrom = dateFrom; return self }
         /// Items sent at or before this ISO 8601 date-time.
         @discardableResult public func set(dateTo: String) -> Self { query.dateTo = dateTo; return self }
 
+        /// The request, reading through the builder's vault (or `CometChat.offlineVault`).
         public func build() -> NotificationFeedRequest {
             NotificationFeedRequest(vault: vault ?? CometChat.offlineVault, query: query)
         }

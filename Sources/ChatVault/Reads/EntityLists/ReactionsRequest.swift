@@ -23,6 +23,7 @@ public final class ReactionsRequestBuilder {
     /// Only this reaction (an emoji).
     @discardableResult public func set(reaction: String) -> Self { query.reaction = reaction; return self }
 
+    /// The request, reading through the builder's vault (or `CometChat.offlineVault`).
     public func build() -> ReactionsRequest {
         ReactionsRequest(vault: vault ?? CometChat.offlineVault, query: query)
     }

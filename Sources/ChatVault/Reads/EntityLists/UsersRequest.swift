@@ -39,15 +39,24 @@ public final class UsersRequest: Sendable {
         @discardableResult public func searchIn(_ fields: [String]) -> Self { query.searchIn = fields; return self }
         /// Presence filter; server-only: the cached page is empty.
         @discardableResult public func set(status: UserStatus) -> Self { query.status = status; return self }
+        /// Leave out users the user blocked.
         @discardableResult public func hideBlockedUsers(_ hide: Bool) -> Self { query.hideBlockedUsers = hide; return self }
+        /// Only users with any of these roles.
         @discardableResult public func set(roles: [String]) -> Self { query.roles = roles; return self }
+        /// Only the user's friends.
         @discardableResult public func friendsOnly(_ friendsOnly: Bool) -> Self { query.friendsOnly = friendsOnly; return self }
+        /// Only users carrying any of these tags.
         @discardableResult public func set(tags: [String]) -> Self { query.tags = tags; return self }
+        /// Enrichment: ask for each user's tags.
         @discardableResult public func withTags(_ withTags: Bool) -> Self { query.withTags = withTags; return self }
+        /// Only these users (by uid).
         @discardableResult public func set(UIDs: [String]) -> Self { query.uids = UIDs; return self }
+        /// Sort by this field (`"name"`, `"status"`…; the server's default order when unset).
         @discardableResult public func sortBy(_ field: String) -> Self { query.sortBy = field; return self }
+        /// Ascending or descending `sortBy`.
         @discardableResult public func sortOrder(_ order: SortOrder) -> Self { query.sortOrder = order; return self }
 
+        /// The request, reading through the builder's vault (or `CometChat.offlineVault`).
         public func build() -> UsersRequest {
             UsersRequest(vault: vault ?? CometChat.offlineVault, query: query)
         }
