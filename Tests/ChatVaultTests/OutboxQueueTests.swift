@@ -133,6 +133,37 @@ final class OutboxQueueTests: XCTestCase {
         }
     }
 
+    /// The send page passes `message.localMessageId` (a `String?`) as it is: nil is no unsent
+    /// message's id, and a queued message's optional id is its id.
+    func testRetryAndDiscardTakeTheOptionalLocalIdAMessageCarries() async throws {
+        let h = try OutboxHarness()
+        h.client.network = .offline
+        await h.login()
+        let neverSent = h.text("never sent")
+        XCTAssertNil(neverSent.localMessageId)
+        let retried = Mutex<String?>(nil)
+        h.vault.retryMessage(neverSent.localMessageId, onSuccess: { retried.withLock { $0 = "success" } },
+                             onError: { e in retried.withLock { $0 = e.errorCode } })
+        let discarded = Mutex<String?>(nil)
+        h.vault.discardLocalMessage(neverSent.localMessageId, onSuccess: { discarded.withLock { $0 = "success" } },
+                                    onError: { e in discarded.withLock { $0 = e.errorCode } })
+        await waitUntil { retried.withLock { $0 } != nil && discarded.withLock { $0 } != nil }
+        XCTAssertEqual(retried.withLock { $0 }, CometChatConstants.Errors.ERROR_OFFLINE_MESSAGE_NOT_FOUND)
+        XCTAssertEqual(discarded.withLock { $0 }, CometChatConstants.Errors.ERROR_OFFLINE_MESSAGE_NOT_FOUND)
+
+        let queued = h.text("queued")
+        let recorder = h.send(queued)
+        await waitUntil { !recorder.errors.isEmpty }
+        let optionalId: String? = queued.localMessageId
+        let kept = Mutex<String?>(nil)
+        h.vault.discardLocalMessage(optionalId, onSuccess: { kept.withLock { $0 = "success" } },
+                                    onError: { e in kept.withLock { $0 = e.errorCode } })
+        await waitUntil { kept.withLock { $0 } != nil }
+        XCTAssertEqual(kept.withLock { $0 }, "success")
+        let left = try await h.pending()
+        XCTAssertEqual(left.count, 0)
+    }
+
     func testTheFireAndForgetRetryTakesTheMessageItself() async throws {
         let h = try OutboxHarness()
         await h.login()

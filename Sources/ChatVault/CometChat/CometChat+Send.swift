@@ -75,6 +75,12 @@ extension CometChat {
         vault.retryMessage(localMessageId, onSuccess: onSuccess, onError: onError)
     }
 
+    /// For a message's `localMessageId` as it is (`String?`): nil answers `ERROR_OFFLINE_MESSAGE_NOT_FOUND`.
+    public static func retryMessage(_ localMessageId: String?, onSuccess: @escaping @Sendable () -> Void,
+                                    onError: @escaping @Sendable (CometChatException) -> Void) {
+        retryMessage(localMessageId ?? "", onSuccess: onSuccess, onError: onError)
+    }
+
     public static func retryMessage(_ message: BaseMessage) {
         offlineVault?.retryMessage(message)
     }
@@ -87,6 +93,12 @@ extension CometChat {
                                            onError: @escaping @Sendable (CometChatException) -> Void) {
         guard let vault = offlineVault else { return CallbackExecutor.main.execute { onError(noOffline) } }
         vault.discardLocalMessage(localMessageId, onSuccess: onSuccess, onError: onError)
+    }
+
+    /// For a message's `localMessageId` as it is (`String?`): nil answers `ERROR_OFFLINE_MESSAGE_NOT_FOUND`.
+    public static func discardLocalMessage(_ localMessageId: String?, onSuccess: @escaping @Sendable () -> Void,
+                                           onError: @escaping @Sendable (CometChatException) -> Void) {
+        discardLocalMessage(localMessageId ?? "", onSuccess: onSuccess, onError: onError)
     }
 
     public static func addOutboxListener(_ id: String, _ listener: any OutboxListener) {

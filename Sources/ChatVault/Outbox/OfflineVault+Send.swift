@@ -289,6 +289,16 @@ extension OfflineVault {
         }
     }
 
+    /// `retryMessage(_:onSuccess:onError:)` for a message's `localMessageId` as it is, a `String?`
+    /// (the send page passes it so): nil is no unsent message's id, `ERROR_OFFLINE_MESSAGE_NOT_FOUND`
+    /// (after the rejections any id gets first, such as `ERROR_OFFLINE_DISABLED`).
+    ///
+    ///     vault.retryMessage(message.localMessageId, onSuccess: { }, onError: { e in print(e.errorCode) })
+    public func retryMessage(_ localMessageId: String?, onSuccess: @escaping @Sendable () -> Void,
+                             onError: @escaping @Sendable (CometChatException) -> Void) {
+        retryMessage(localMessageId ?? "", onSuccess: onSuccess, onError: onError)
+    }
+
     /// Fire-and-forget retry of a message from the outbox (or a failed send's message).
     public func retryMessage(_ message: BaseMessage) {
         guard let localId = message.localMessageId else { return }
@@ -360,6 +370,14 @@ extension OfflineVault {
                 executor.execute { onError(error) }
             }
         }
+    }
+
+    /// `discardLocalMessage(_:onSuccess:onError:)` for a message's `localMessageId` as it is, a
+    /// `String?`: nil answers `ERROR_OFFLINE_MESSAGE_NOT_FOUND` (after the rejections any id gets
+    /// first, such as `ERROR_OFFLINE_DISABLED`).
+    public func discardLocalMessage(_ localMessageId: String?, onSuccess: @escaping @Sendable () -> Void,
+                                    onError: @escaping @Sendable (CometChatException) -> Void) {
+        discardLocalMessage(localMessageId ?? "", onSuccess: onSuccess, onError: onError)
     }
 
     /// Async form of `discardLocalMessage(_:onSuccess:onError:)`.
