@@ -417,10 +417,14 @@ extension OfflineVault {
 
     // MARK: - Lifecycle hooks
 
-    /// A cache became active: forget copies nobody needs, tell live sends whose rows a reset
-    /// lost, and flush if the connection already held.
+    /// A cache became active: tell the listeners what an earlier process could not (its
+    /// `OutboxNotice`s), forget copies nobody needs, tell live sends whose rows a reset lost, and
+    /// flush if the connection already held.
     func outboxAttached(_ cache: VaultCache) {
         outbox.admission.async {
+            if let left = try? cache.writer.sync({ db in try OutboxNoticeRows.all(in: db) }) {
+                self.deliverLeftNotices(left.rows, undeliverable: left.undeliverable)
+            }
             guard let rows = try? cache.writer.sync({ db in try OutboxRows.rows(pendingOnly: false, in: db) }) else { return }
             let kept = Set(rows.map(\.localId))
             OutgoingCopies.removeOrphans(keeping: kept, in: cache.directory)

@@ -41,10 +41,18 @@ final class OutboxCore: Sendable {
         var passRunning = false
         var wantAll = false
         var wantTargets: Set<String> = []
+        /// Local ids whose notices (`OutboxNotice`) this process tells itself, until removed: an
+        /// attach meanwhile does not tell them as left by an earlier process.
+        var noticesTold: Set<String> = []
+        /// Those the listeners have heard, to remove together.
+        var deliveredNotices: [String] = []
+        var noticeRemovalScheduled = false
     }
 
     let state = Mutex(State())
     let listeners = ListenerRegistry<any OutboxListener>()
+    /// The crash tests' seam (`OfflineVault.setOutboxNoticeHook`).
+    let noticeHook = Mutex<(@Sendable (OutboxNotice) -> Void)?>(nil)
     /// New sends are admitted one at a time, in call order: that is compose order.
     let admission = DispatchQueue(label: "chatvault.outbox.admission")
 }
@@ -147,7 +155,9 @@ extension OfflineVault {
                     for candidate in candidates {
                         if uncopied.contains(candidate.localId) {
                             let full = try OutboxRows.pendingCount(in: db) >= capacity
-                            results.append((full ? .refused(.queueFull) : nil, []))
+                            let result: EnqueueOutcome? = full ? .refused(.queueFull) : nil
+                            try OutboxNoticeRows.record(result, of: candidate, in: db)
+                            results.append((result, []))
                             continue
                         }
                         var row = candidate
@@ -155,6 +165,9 @@ extension OfflineVault {
                         var remove: [String] = []
                         let result = try OutboxRows.enqueue(row, capacity: capacity, policy: policy, inFlight: inFlight,
                                                             mediaBudget: budget, removeFiles: &remove, in: db)
+                        // A refusal or an eviction is told to the listeners even if the process
+                        // dies before: its notice commits with the decision.
+                        try OutboxNoticeRows.record(result, of: row, in: db)
                         results.append((result, remove))
                     }
                     return results
@@ -163,7 +176,15 @@ extension OfflineVault {
                 // claim their rows.
                 self.outbox.state.withLock { s in
                     for ((admission, row), (result, _)) in zip(rows, results) {
-                        if case .queued? = result { s.live[row.localId] = admission.live }
+                        switch result {
+                        case .queued(let evicted)?:
+                            s.live[row.localId] = admission.live
+                            if let evicted { s.noticesTold.insert(evicted.localId) }
+                        case .refused?:
+                            s.noticesTold.insert(row.localId)
+                        case nil:
+                            break
+                        }
                     }
                 }
                 return results
@@ -192,10 +213,12 @@ extension OfflineVault {
                     message.messageStatus = .pending
                     live.onPending(message)
                     for listener in listeners { listener.onOutboxMessagePending(message) }
+                    self.reachNotice(.refusal)
                     message.messageStatus = .failed
                     message.failureReason = reason
                     live.onError(error)
                     for listener in listeners { listener.onOutboxMessageFailed(message, reason) }
+                    self.noticesDelivered([row.localId])
                 }
             case .queued(let evicted)?:
                 let composedAt = admission.composedAt
@@ -209,7 +232,7 @@ extension OfflineVault {
                 if let evicted {
                     queued.remove(evicted.localId)
                     OutgoingCopies.remove(localId: evicted.localId, in: cache.directory)
-                    report(evicted, failed: .queueOverflow, Self.exception(for: .queueOverflow), final: true)
+                    report(evicted, failed: .queueOverflow, Self.exception(for: .queueOverflow), final: true, notice: .eviction)
                 }
             }
         }
@@ -460,8 +483,10 @@ extension OfflineVault {
     // MARK: - Reports
 
     /// Delivers a failure: the live send's `onError`, the listeners' `onOutboxMessageFailed`, a
-    /// waiting retry's `onError`. `final` forgets the live send (it has no row any more).
-    func report(_ row: OutboxRow, failed reason: MessageFailureReason, _ error: CometChatException, final: Bool) {
+    /// waiting retry's `onError`. `final` forgets the live send (it has no row any more). A
+    /// failure with a durable `notice` removes it once told.
+    func report(_ row: OutboxRow, failed reason: MessageFailureReason, _ error: CometChatException, final: Bool,
+                notice: OutboxNotice? = nil) {
         let (live, waiters) = outbox.state.withLock { s -> (LiveSend?, [RetryWaiter]) in
             let live = final ? s.live.removeValue(forKey: row.localId) : s.live[row.localId]
             return (live, s.waiters.removeValue(forKey: row.localId) ?? [])
@@ -469,11 +494,13 @@ extension OfflineVault {
         let message = live?.message ?? pendingMessage(row, status: .failed)
         let listeners = outbox.listeners.live()
         settings.callbackExecutor.execute {
+            if let notice { self.reachNotice(notice) }
             message?.messageStatus = .failed
             message?.failureReason = reason
             live?.onError(error)
             if let message { for listener in listeners { listener.onOutboxMessageFailed(message, reason) } }
             for waiter in waiters { waiter.onError(error) }
+            if notice != nil { self.noticesDelivered([row.localId]) }
         }
     }
 
