@@ -61,7 +61,7 @@ enum Help {
         ], summary: "Measures the library against its floors (medians and ratios in one run)."),
         Verb(name: "version", forms: ["version"], summary: "Prints the library's version."),
         Verb(name: "help", forms: ["help [VERB]"], summary: "Prints this usage, or one verb's."),
-        Verb(name: OutboxStressCommand.verb, forms: ["\(OutboxStressCommand.verb) --dir D --user U [--count N] [--interval-ms M] [--keystore …] [--key-dir K]"],
+        Verb(name: OutboxStressCommand.verb, forms: ["\(OutboxStressCommand.verb) --dir D --user U [--count N] [--interval-ms M] [--max-pending P] [--overflow reject-newest|drop-oldest] [--keystore …] [--key-dir K]"],
              summary: "Persistent sends under SIGKILL (for the crash tests).", hidden: true),
         Verb(name: SyncStressCommand.verb, forms: ["\(SyncStressCommand.verb) --dir D --user U [--seed S] [--messages N] [--page-size P] [--establish] [--timeout S] [--keystore …] [--key-dir K]"],
              summary: "The catch-up sync under SIGKILL (for the crash tests).", hidden: true),
