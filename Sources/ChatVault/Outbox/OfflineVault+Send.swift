@@ -421,6 +421,9 @@ extension OfflineVault {
     /// `OutboxNotice`s), forget copies nobody needs, tell live sends whose rows a reset lost, and
     /// flush if the connection already held.
     func outboxAttached(_ cache: VaultCache) {
+        outbox.state.withLock { $0.attached = true }
+        // What was asked before the attach (a send made as the login returned) goes now.
+        requestPass()
         outbox.admission.async {
             if let left = try? cache.writer.sync({ db in try OutboxNoticeRows.all(in: db) }) {
                 self.deliverLeftNotices(left.rows, undeliverable: left.undeliverable)
@@ -439,11 +442,14 @@ extension OfflineVault {
     }
 
     /// Logout: the closures of sends in flight are forgotten (their messages stay queued in the
-    /// user's cache and go at that user's next login).
+    /// user's cache and go at that user's next login), and a running pass stops: a request it
+    /// makes or gets answered after this is not the message's failure.
     func outboxDetached() {
         outbox.state.withLock { s in
             s.live.removeAll()
             s.waiters.removeAll()
+            s.attached = false
+            s.session += 1
         }
     }
 

@@ -47,6 +47,12 @@ final class OutboxCore: Sendable {
         /// Those the listeners have heard, to remove together.
         var deliveredNotices: [String] = []
         var noticeRemovalScheduled = false
+        /// Whether a cache is attached to a logged-in session: passes run only then.
+        var attached = false
+        /// Bumped by `outboxDetached` (a logout, a new login): a pass of the session before stops,
+        /// and what its requests answer afterwards is no failure (the backend refuses a request
+        /// made after its logout: that says nothing about the message).
+        var session = 0
     }
 
     let state = Mutex(State())
@@ -72,6 +78,9 @@ enum AttemptOutcome: Sendable {
     case waiting
     /// The server cannot be reached: the pass stops.
     case noConnection
+    /// The session ended while the request was out: the row stays as it was, unreported, and
+    /// the pass stops; the next login sends it.
+    case sessionEnded
 }
 
 extension OfflineVault {
@@ -257,12 +266,13 @@ extension OfflineVault {
     // MARK: - Passes
 
     /// Asks for a pass over the outbox: `all` pending messages (the reconnect flush), or the
-    /// `targets` and whatever precedes them in their conversations. Passes run one at a time.
+    /// `targets` and whatever precedes them in their conversations. Passes run one at a time,
+    /// and only while a cache is attached (what is asked meanwhile waits for the attach).
     func requestPass(all: Bool = false, targets: Set<String> = []) {
         let start = outbox.state.withLock { s -> Bool in
             if all { s.wantAll = true }
             s.wantTargets.formUnion(targets)
-            guard !s.passRunning else { return false }
+            guard !s.passRunning, s.attached else { return false }
             s.passRunning = true
             return true
         }
@@ -272,7 +282,7 @@ extension OfflineVault {
 
     private func runPasses() async {
         while let (all, targets) = outbox.state.withLock({ s -> (Bool, Set<String>)? in
-            guard s.wantAll || !s.wantTargets.isEmpty else {
+            guard s.attached, s.wantAll || !s.wantTargets.isEmpty else {
                 s.passRunning = false
                 return nil
             }
@@ -289,7 +299,7 @@ extension OfflineVault {
     /// One pass, in compose order. Per conversation, a message that is still waiting holds back
     /// the ones after it; a message that failed does not.
     private func pass(all: Bool, targets: Set<String>) async {
-        guard let cache = openCache, let me = userId else { return }
+        guard let session = currentOutboxSession(), let cache = openCache, let me = userId else { return }
         // The flush of the whole outbox waits for a connection that has held; the next one asks again.
         let flushAll = all && isConnectionStable
         if !flushAll && targets.isEmpty { return }
@@ -313,9 +323,12 @@ extension OfflineVault {
                 noteWaiting(row.localId)
                 continue
             }
-            switch await attempt(row, cache: cache, me: me) {
+            guard currentOutboxSession() == session else { return }
+            switch await attempt(row, cache: cache, me: me, session: session) {
             case .sent, .failed, .gone:
                 continue
+            case .sessionEnded:
+                return
             case .waiting:
                 held.insert(row.conversationId)
             case .noConnection:
@@ -326,8 +339,13 @@ extension OfflineVault {
         }
     }
 
+    /// The session passes run in, nil between a logout (or a login's start) and the cache's attach.
+    private func currentOutboxSession() -> Int? {
+        outbox.state.withLock { $0.attached ? $0.session : nil }
+    }
+
     /// Sends one row: uploads its files, sends it, stores the acknowledgement.
-    private func attempt(_ listed: OutboxRow, cache: VaultCache, me: String) async -> AttemptOutcome {
+    private func attempt(_ listed: OutboxRow, cache: VaultCache, me: String, session: Int) async -> AttemptOutcome {
         let localId = listed.localId
         // Claimed on the writer queue: a discard or an eviction that ran first wins.
         let claimed: OutboxRow?
@@ -355,7 +373,7 @@ extension OfflineVault {
             do {
                 answer = try await backend.uploadMedia(path: plaintext, name: file.name, mimeType: file.mimeType)
             } catch {
-                return await settle(row, error, cache: cache)
+                return await settle(row, error, cache: cache, session: session)
             }
             do {
                 row.files[index].attachment = try Acknowledgements.attachment(answer, limits: wireLimits)
@@ -369,7 +387,7 @@ extension OfflineVault {
         do {
             ack = try await backend.send(row.messageToSend, localMessageId: localId)
         } catch {
-            return await settle(row, error, cache: cache)
+            return await settle(row, error, cache: cache, session: session)
         }
         let message: BaseMessage
         do {
@@ -404,8 +422,9 @@ extension OfflineVault {
         outbox.state.withLock { _ = $0.inFlight.remove(localId) }
     }
 
-    /// What a backend error means for a row.
-    private func settle(_ row: OutboxRow, _ error: BackendError, cache: VaultCache) async -> AttemptOutcome {
+    /// What a backend error means for a row: nothing, once the session it was sent in has ended.
+    private func settle(_ row: OutboxRow, _ error: BackendError, cache: VaultCache, session: Int) async -> AttemptOutcome {
+        guard currentOutboxSession() == session else { return .sessionEnded }
         switch error {
         case .unreachable:
             return .noConnection
