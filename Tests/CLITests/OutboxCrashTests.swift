@@ -70,6 +70,58 @@ final class OutboxCrashTests: XCTestCase {
               + "\(finished) finished first; \(checked) printed local ids found in the outbox")
     }
 
+    // MARK: - Notices a kill can cut off
+
+    /// `.rejectNewest`, an outbox of 2, three sends: the third is refused. The process dies between
+    /// its `onMessagePending` and its `onError` (`CHATVAULT_OUTBOX_CRASH_AT=refusal`); the next
+    /// start's `OutboxListener` hears the refusal once, the one after that nothing.
+    func testARefusalAKillCutOffIsHeardOnceAtTheNextStart() throws {
+        let run = try killedAtNotice("refusal", overflow: "reject-newest")
+        XCTAssertEqual(run.printed.count, 3, "each send reported pending, the refused one too")
+        XCTAssertEqual(run.heard, ["outbox-failed \(run.printed[2]) queueFull"])
+        XCTAssertEqual(run.left, Array(run.printed.prefix(2)), "what was queued stays queued")
+    }
+
+    /// `.dropOldest`, an outbox of 2, three sends: the third evicts the oldest pending one. The
+    /// process dies once the eviction has committed, before `onOutboxMessageFailed(.queueOverflow)`
+    /// (`CHATVAULT_OUTBOX_CRASH_AT=eviction`); the next start hears it once, the one after nothing.
+    func testAnEvictionAKillCutOffIsHeardOnceAtTheNextStart() throws {
+        let run = try killedAtNotice("eviction", overflow: "drop-oldest")
+        XCTAssertEqual(run.printed.count, 3)
+        let evicted = try XCTUnwrap(run.heard.first.map { String($0.split(separator: " ")[1]) })
+        XCTAssertEqual(run.heard, ["outbox-failed \(evicted) queueOverflow"])
+        XCTAssertTrue(run.printed.prefix(2).contains(evicted), "one of the two queued first was evicted")
+        XCTAssertEqual(run.left, run.printed.filter { $0 != evicted }, "the evicted message is gone, nothing else")
+    }
+
+    /// Runs `outbox-stress` into an outbox of 2 with three sends and the crash point `point`, then
+    /// two plain starts. Returns the local ids the killed run printed, what the first start heard
+    /// (`outbox-failed` lines: the second must hear none) and what is left in the outbox.
+    private func killedAtNotice(_ point: String, overflow: String) throws -> (printed: [String], heard: [String], left: [String]) {
+        let root = TemporaryDirectory()
+        let keys = TemporaryDirectory()
+        let options = ["--dir", root.path, "--user", user, "--app", app, "--keystore", "file", "--key-dir", "\(keys.path)/keys"]
+        let queue = ["--max-pending", "2", "--overflow", overflow]
+        let killed = try CLI.run(["outbox-stress"] + options + queue + ["--count", "3"], environment: ["CHATVAULT_OUTBOX_CRASH_AT": point])
+        XCTAssertEqual(killed.status, 99, "the process stopped at its crash point: \(killed.stdout) \(killed.stderr)")
+        let lines = killed.stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.filter { $0.contains(" ") || $0 == "done" }, [], "killed before any failure was told")
+        let printed = lines.filter { $0 != "ready" && !$0.contains(" ") }
+
+        var heard: [[String]] = []
+        for start in 1...2 {
+            let next = try CLI.run(["outbox-stress"] + options + queue + ["--count", "0"])
+            XCTAssertEqual(next.status, 0, "start \(start): \(next.stderr)")
+            XCTAssertTrue(next.stdout.contains("done"), "start \(start)")
+            heard.append(next.stdout.split(separator: "\n").map(String.init).filter { $0.hasPrefix("outbox-failed ") })
+        }
+        XCTAssertEqual(heard[1], [], "told once: the start after it hears nothing")
+        let listing = try CLI.run(["outbox"] + options + ["--json"])
+        XCTAssertEqual(listing.status, 0, listing.stderr)
+        let left = (try listing.json()["messages"] as? [[String: Any]])?.compactMap { $0["localId"] as? String } ?? []
+        return (printed, heard[0], left)
+    }
+
     /// Opens the cache in this process: it must be ready with no reset, and hold every printed id as
     /// a pending message. Empties the outbox (the queue holds at most 100) and returns the cache id.
     private func verify(root: String, keyDirectory: String, printed: [String], round: Int) async throws -> String {

@@ -133,6 +133,37 @@ final class OutboxQueueTests: XCTestCase {
         }
     }
 
+    /// The send page passes `message.localMessageId` (a `String?`) as it is: nil is no unsent
+    /// message's id, and a queued message's optional id is its id.
+    func testRetryAndDiscardTakeTheOptionalLocalIdAMessageCarries() async throws {
+        let h = try OutboxHarness()
+        h.client.network = .offline
+        await h.login()
+        let neverSent = h.text("never sent")
+        XCTAssertNil(neverSent.localMessageId)
+        let retried = Mutex<String?>(nil)
+        h.vault.retryMessage(neverSent.localMessageId, onSuccess: { retried.withLock { $0 = "success" } },
+                             onError: { e in retried.withLock { $0 = e.errorCode } })
+        let discarded = Mutex<String?>(nil)
+        h.vault.discardLocalMessage(neverSent.localMessageId, onSuccess: { discarded.withLock { $0 = "success" } },
+                                    onError: { e in discarded.withLock { $0 = e.errorCode } })
+        await waitUntil { retried.withLock { $0 } != nil && discarded.withLock { $0 } != nil }
+        XCTAssertEqual(retried.withLock { $0 }, CometChatConstants.Errors.ERROR_OFFLINE_MESSAGE_NOT_FOUND)
+        XCTAssertEqual(discarded.withLock { $0 }, CometChatConstants.Errors.ERROR_OFFLINE_MESSAGE_NOT_FOUND)
+
+        let queued = h.text("queued")
+        let recorder = h.send(queued)
+        await waitUntil { !recorder.errors.isEmpty }
+        let optionalId: String? = queued.localMessageId
+        let kept = Mutex<String?>(nil)
+        h.vault.discardLocalMessage(optionalId, onSuccess: { kept.withLock { $0 = "success" } },
+                                    onError: { e in kept.withLock { $0 = e.errorCode } })
+        await waitUntil { kept.withLock { $0 } != nil }
+        XCTAssertEqual(kept.withLock { $0 }, "success")
+        let left = try await h.pending()
+        XCTAssertEqual(left.count, 0)
+    }
+
     func testTheFireAndForgetRetryTakesTheMessageItself() async throws {
         let h = try OutboxHarness()
         await h.login()
@@ -260,6 +291,29 @@ final class OutboxQueueTests: XCTestCase {
         XCTAssertEqual(h.serverTexts(with: "bob"), ["transient"])
         let left = try await h.pending()
         XCTAssertEqual(left.compactMap { ($0 as? TextMessage)?.text }, ["permanent"])
+    }
+
+    /// A logout while a pass is sending: the backend refuses what it is asked after its logout
+    /// (`ERR_NOT_LOGGED_IN`, as the simulator and Matrix do), which says nothing about the
+    /// message. It stays pending, no failure is reported, and the next login sends it.
+    func testALogoutWhileAPassSendsNeverFailsTheMessage() async throws {
+        let gate = LogoutGate()
+        let h = try OutboxHarness(backend: { LogoutRacingBackend(forwardee: $0, gate: gate) })
+        await h.login()
+        let message = h.text("sent as the app logs out")
+        let recorder = h.send(message)
+        await waitUntil { gate.state.withLock { $0.sendWaiting } }
+        let id = try XCTUnwrap(message.localMessageId)
+        await h.vault.logout()
+        XCTAssertEqual(gate.state.withLock { $0.answers }, ["ERR_NOT_LOGGED_IN"], "the request was answered after the logout")
+        h.drain()
+        XCTAssertEqual(h.listener.events(for: id), [.pending(id)], "no failure reported")
+        XCTAssertEqual(recorder.errors, [])
+
+        await h.login()
+        XCTAssertEqual(try h.rows().map(\.1), [0], "still pending, not failed")
+        await waitUntil { h.listener.sentLocalIds == [id] }
+        XCTAssertEqual(h.serverTexts(with: "bob"), ["sent as the app logs out"])
     }
 
     // MARK: - Clears and resets
@@ -396,5 +450,57 @@ final class OutboxQueueTests: XCTestCase {
                                     onError: { e in outcome.withLock { $0 = e.errorCode } })
         await waitUntil(file: file, line: line) { outcome.withLock { $0 } != nil }
         XCTAssertEqual(outcome.withLock { $0 }, code.rawValue, file: file, line: line)
+    }
+}
+
+/// What `LogoutRacingBackend` saw.
+final class LogoutGate: Sendable {
+    struct State {
+        var sendWaiting = false
+        var loggedOut = false
+        /// The error codes the held send was answered with.
+        var answers: [String] = []
+    }
+
+    let state = Mutex(State())
+}
+
+/// Holds the first send until the app logs out, then lets it reach the (logged out) device; the
+/// logout returns only once that answer is back and the engine has had a moment to handle it,
+/// while the cache is still open: the race a slow request meets in real life.
+final class LogoutRacingBackend: ForwardingBackend {
+    let forwardee: any ChatBackend
+    let gate: LogoutGate
+
+    init(forwardee: any ChatBackend, gate: LogoutGate) {
+        self.forwardee = forwardee
+        self.gate = gate
+    }
+
+    func send(_ m: JSONValue, localMessageId: String) async throws(BackendError) -> JSONValue {
+        let hold = gate.state.withLock { s -> Bool in
+            defer { s.sendWaiting = true }
+            return !s.sendWaiting
+        }
+        guard hold else { return try await forwardee.send(m, localMessageId: localMessageId) }
+        while !gate.state.withLock({ $0.loggedOut }) { try? await Task.sleep(for: .milliseconds(1)) }
+        do {
+            return try await forwardee.send(m, localMessageId: localMessageId)
+        } catch {
+            if case .server(_, let code, _) = error { gate.state.withLock { $0.answers.append(code) } }
+            throw error
+        }
+    }
+
+    func logout() async {
+        await forwardee.logout()
+        let first = gate.state.withLock { s -> Bool in
+            defer { s.loggedOut = true }
+            return !s.loggedOut
+        }
+        guard first else { return }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while gate.state.withLock({ $0.answers.isEmpty }), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(1)) }
+        try? await Task.sleep(for: .milliseconds(100))
     }
 }

@@ -19,6 +19,8 @@ final class OutboxHarness: @unchecked Sendable {
     let me: String
     let listener = OutboxRecorder()
     private let configure: (OfflineConfig.Builder) -> Void
+    /// The backend the engine talks to, around the simulated device (default: the device itself).
+    private let wrap: (SimulatedClient) -> any ChatBackend
     /// Settings changes for the engines this harness makes (change it before `restart()`).
     var adjust: (inout VaultSettings) -> Void
     private(set) var client: SimulatedClient
@@ -26,18 +28,20 @@ final class OutboxHarness: @unchecked Sendable {
 
     init(me: String = "alice", users: [String] = ["alice", "bob", "carol", "dave"],
          configure: @escaping (OfflineConfig.Builder) -> Void = { _ in },
-         settings adjust: @escaping (inout VaultSettings) -> Void = { _ in }) throws {
+         settings adjust: @escaping (inout VaultSettings) -> Void = { _ in },
+         backend wrap: @escaping (SimulatedClient) -> any ChatBackend = { $0 }) throws {
         self.me = me
         self.configure = configure
         self.adjust = adjust
+        self.wrap = wrap
         simulator = ChatVaultSimulator(seed: 11, clock: clock)
         for user in users { try simulator.addUser(SimulatedUser(uid: user, name: user.capitalized)) }
         client = simulator.client(for: me)
-        vault = try Self.makeVault(client: client, root: root.path, keyStore: keyStore, callbacks: callbacks, clock: clock,
+        vault = try Self.makeVault(backend: wrap(client), root: root.path, keyStore: keyStore, callbacks: callbacks, clock: clock,
                                    listener: listener, configure: configure, adjust: adjust)
     }
 
-    private static func makeVault(client: SimulatedClient, root: String, keyStore: MemoryKeyStore, callbacks: DispatchQueue,
+    private static func makeVault(backend: any ChatBackend, root: String, keyStore: MemoryKeyStore, callbacks: DispatchQueue,
                                   clock: SimulatedClock, listener: OutboxRecorder, configure: (OfflineConfig.Builder) -> Void,
                                   adjust: (inout VaultSettings) -> Void) throws -> OfflineVault {
         let builder = OfflineConfig.Builder().setEnabled(true).setEncryption(true)
@@ -49,7 +53,7 @@ final class OutboxHarness: @unchecked Sendable {
         settings.stableConnectionDelay = .milliseconds(20)
         settings.reconnect = RetryPolicy(initialDelay: .milliseconds(5), maximumDelay: .milliseconds(40))
         adjust(&settings)
-        let vault = try OfflineVault(config: builder.build(), settings: settings, backend: client)
+        let vault = try OfflineVault(config: builder.build(), settings: settings, backend: backend)
         vault.addOutboxListener("recorder", listener)
         return vault
     }
@@ -66,7 +70,7 @@ final class OutboxHarness: @unchecked Sendable {
         await vault.logout()
         client = simulator.client(for: me)
         client.network = network
-        vault = try Self.makeVault(client: client, root: root.path, keyStore: keyStore, callbacks: callbacks, clock: clock,
+        vault = try Self.makeVault(backend: wrap(client), root: root.path, keyStore: keyStore, callbacks: callbacks, clock: clock,
                                    listener: listener, configure: configure, adjust: adjust)
         await login()
     }

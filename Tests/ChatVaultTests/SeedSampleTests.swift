@@ -265,7 +265,9 @@ final class SeedSampleTests: XCTestCase {
         })
         await waitUntil { events.withLock { $0 } == ["pending", "queued"] }
         XCTAssertEqual(events.withLock { $0 }, ["pending", "queued"])
-        let localMessageId = try XCTUnwrap(textMessage.localMessageId)
+        // As the page uses it: the message's own `String?`, passed on unwrapped.
+        let localMessageId = textMessage.localMessageId
+        XCTAssertNotNil(localMessageId)
         XCTAssertEqual(textMessage.messageStatus, .pending)
         XCTAssertNil(textMessage.getFailureReason())
         XCTAssertEqual(outboxObserver.pending.withLock { $0 }, 1)
@@ -286,7 +288,7 @@ final class SeedSampleTests: XCTestCase {
         }, onError: { error in
             print("Could not read the outbox: \(error.errorCode)")
         })
-        await waitUntil { listed.withLock { $0.contains(localMessageId) } }
+        await waitUntil { listed.withLock { $0.contains { $0 == localMessageId } } }
 
         CometChat.retryAllFailedMessages()
         let discarded = Mutex<String?>(nil)
@@ -332,6 +334,50 @@ final class SeedSampleTests: XCTestCase {
         }
         XCTAssertEqual(left, 0, "the custom and interactive messages were sent on reconnect")
         CometChat.removeOutboxListener("OUTBOX_LISTENER")
+        await vault.logout()
+    }
+
+    func testTheSendPagesQuickReferenceRunsAsWritten() async throws {
+        let (vault, _, folder) = try await installedVault()
+        _ = folder
+        let textMessage = TextMessage(receiverUid: "UID", text: "Hello!", receiverType: .user)
+        let sent = Mutex(false)
+        // Send with the offline-aware overload (queued when offline, auto-sent on reconnect)
+        CometChat.sendTextMessage(message: textMessage, onMessagePending: { message in
+            // messageStatus == .pending, fires right after the message is durably queued
+            sent.withLock { $0 = true }
+        }, onMessageSent: { message in
+            // server ack: real id + sentAt
+        }, onError: { error in
+            // ERROR_INTERNET_UNAVAILABLE = queued, not failed. Any other code = failed.
+        })
+        await waitUntil { sent.withLock { $0 } }
+        let message: BaseMessage = TextMessage(receiverUid: "UID", text: "never sent", receiverType: .user)
+
+        // Read offline state off a message
+        let localId = message.localMessageId       // String?, stable client handle
+        let status = message.messageStatus         // .pending .sending .sent .delivered .read .failed
+        let reason = message.getFailureReason()    // CometChat.MessageFailureReason?, set only while failed
+
+        // Inspect and recover the outbox
+        CometChat.getPendingMessages(onSuccess: { messages in }, onError: { error in })  // pending + sending + failed
+        CometChat.retryMessage(localId, onSuccess: { }, onError: { error in })           // one message
+        CometChat.retryAllFailedMessages()                                               // transient failures only
+        CometChat.discardLocalMessage(localId, onSuccess: { }, onError: { error in })    // delete an unsent message
+
+        // What those answer for a message that never went through the outbox (no local id).
+        XCTAssertNil(localId)
+        _ = (status, reason)
+        let answers = Mutex<[String]>([])
+        CometChat.retryMessage(localId, onSuccess: { answers.withLock { $0.append("retried") } },
+                               onError: { error in answers.withLock { $0.append("retry " + error.errorCode) } })
+        CometChat.discardLocalMessage(localId, onSuccess: { answers.withLock { $0.append("discarded") } },
+                                      onError: { error in answers.withLock { $0.append("discard " + error.errorCode) } })
+        await waitUntil { answers.withLock { $0.count } == 2 }
+        let notFound = CometChatConstants.Errors.ERROR_OFFLINE_MESSAGE_NOT_FOUND
+        XCTAssertEqual(answers.withLock { $0 }.sorted(), ["discard " + notFound, "retry " + notFound])
+        let queued = try await vault.pendingMessages()
+        XCTAssertEqual(queued.map(\.localMessageId), [textMessage.localMessageId], "the queued message is untouched")
         await vault.logout()
     }
 

@@ -98,6 +98,12 @@ extension CometChat {
         vault.retryMessage(localMessageId, onSuccess: onSuccess, onError: onError)
     }
 
+    /// For a message's `localMessageId` as it is (`String?`): nil answers `ERROR_OFFLINE_MESSAGE_NOT_FOUND`.
+    public static func retryMessage(_ localMessageId: String?, onSuccess: @escaping @Sendable () -> Void,
+                                    onError: @escaping @Sendable (CometChatException) -> Void) {
+        retryMessage(localMessageId ?? "", onSuccess: onSuccess, onError: onError)
+    }
+
     /// Fire-and-forget retry of a message by its `localMessageId` (nothing for one without);
     /// reports nothing (watch an `OutboxListener`).
     public static func retryMessage(_ message: BaseMessage) {
@@ -116,6 +122,12 @@ extension CometChat {
                                            onError: @escaping @Sendable (CometChatException) -> Void) {
         guard let vault = offlineVault else { return CallbackExecutor.main.execute { onError(noOffline) } }
         vault.discardLocalMessage(localMessageId, onSuccess: onSuccess, onError: onError)
+    }
+
+    /// For a message's `localMessageId` as it is (`String?`): nil answers `ERROR_OFFLINE_MESSAGE_NOT_FOUND`.
+    public static func discardLocalMessage(_ localMessageId: String?, onSuccess: @escaping @Sendable () -> Void,
+                                           onError: @escaping @Sendable (CometChatException) -> Void) {
+        discardLocalMessage(localMessageId ?? "", onSuccess: onSuccess, onError: onError)
     }
 
     /// Registers an outbox listener on the shared vault (held weakly; one per id); does nothing

@@ -297,6 +297,16 @@ extension OfflineVault {
         }
     }
 
+    /// `retryMessage(_:onSuccess:onError:)` for a message's `localMessageId` as it is, a `String?`
+    /// (the send page passes it so): nil is no unsent message's id, `ERROR_OFFLINE_MESSAGE_NOT_FOUND`
+    /// (after the rejections any id gets first, such as `ERROR_OFFLINE_DISABLED`).
+    ///
+    ///     vault.retryMessage(message.localMessageId, onSuccess: { }, onError: { e in print(e.errorCode) })
+    public func retryMessage(_ localMessageId: String?, onSuccess: @escaping @Sendable () -> Void,
+                             onError: @escaping @Sendable (CometChatException) -> Void) {
+        retryMessage(localMessageId ?? "", onSuccess: onSuccess, onError: onError)
+    }
+
     /// Fire-and-forget retry of a message from the outbox (or a failed send's message).
     public func retryMessage(_ message: BaseMessage) {
         guard let localId = message.localMessageId else { return }
@@ -370,6 +380,14 @@ extension OfflineVault {
         }
     }
 
+    /// `discardLocalMessage(_:onSuccess:onError:)` for a message's `localMessageId` as it is, a
+    /// `String?`: nil answers `ERROR_OFFLINE_MESSAGE_NOT_FOUND` (after the rejections any id gets
+    /// first, such as `ERROR_OFFLINE_DISABLED`).
+    public func discardLocalMessage(_ localMessageId: String?, onSuccess: @escaping @Sendable () -> Void,
+                                    onError: @escaping @Sendable (CometChatException) -> Void) {
+        discardLocalMessage(localMessageId ?? "", onSuccess: onSuccess, onError: onError)
+    }
+
     /// Async form of `discardLocalMessage(_:onSuccess:onError:)`.
     public func discard(_ localMessageId: String) async throws(CometChatException) {
         let cache = try outboxCache()
@@ -408,10 +426,17 @@ extension OfflineVault {
 
     // MARK: - Lifecycle hooks
 
-    /// A cache became active: forget copies nobody needs, tell live sends whose rows a reset
-    /// lost, and flush if the connection already held.
+    /// A cache became active: tell the listeners what an earlier process could not (its
+    /// `OutboxNotice`s), forget copies nobody needs, tell live sends whose rows a reset lost, and
+    /// flush if the connection already held.
     func outboxAttached(_ cache: VaultCache) {
+        outbox.state.withLock { $0.attached = true }
+        // What was asked before the attach (a send made as the login returned) goes now.
+        requestPass()
         outbox.admission.async {
+            if let left = try? cache.writer.sync({ db in try OutboxNoticeRows.all(in: db) }) {
+                self.deliverLeftNotices(left.rows, undeliverable: left.undeliverable)
+            }
             guard let rows = try? cache.writer.sync({ db in try OutboxRows.rows(pendingOnly: false, in: db) }) else { return }
             let kept = Set(rows.map(\.localId))
             OutgoingCopies.removeOrphans(keeping: kept, in: cache.directory)
@@ -426,11 +451,14 @@ extension OfflineVault {
     }
 
     /// Logout: the closures of sends in flight are forgotten (their messages stay queued in the
-    /// user's cache and go at that user's next login).
+    /// user's cache and go at that user's next login), and a running pass stops: a request it
+    /// makes or gets answered after this is not the message's failure.
     func outboxDetached() {
         outbox.state.withLock { s in
             s.live.removeAll()
             s.waiters.removeAll()
+            s.attached = false
+            s.session += 1
         }
     }
 

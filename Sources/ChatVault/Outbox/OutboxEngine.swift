@@ -41,10 +41,24 @@ final class OutboxCore: Sendable {
         var passRunning = false
         var wantAll = false
         var wantTargets: Set<String> = []
+        /// Local ids whose notices (`OutboxNotice`) this process tells itself, until removed: an
+        /// attach meanwhile does not tell them as left by an earlier process.
+        var noticesTold: Set<String> = []
+        /// Those the listeners have heard, to remove together.
+        var deliveredNotices: [String] = []
+        var noticeRemovalScheduled = false
+        /// Whether a cache is attached to a logged-in session: passes run only then.
+        var attached = false
+        /// Bumped by `outboxDetached` (a logout, a new login): a pass of the session before stops,
+        /// and what its requests answer afterwards is no failure (the backend refuses a request
+        /// made after its logout: that says nothing about the message).
+        var session = 0
     }
 
     let state = Mutex(State())
     let listeners = ListenerRegistry<any OutboxListener>()
+    /// The crash tests' seam (`OfflineVault.setOutboxNoticeHook`).
+    let noticeHook = Mutex<(@Sendable (OutboxNotice) -> Void)?>(nil)
     /// New sends are admitted one at a time, in call order: that is compose order.
     let admission = DispatchQueue(label: "chatvault.outbox.admission")
 }
@@ -64,6 +78,9 @@ enum AttemptOutcome: Sendable {
     case waiting
     /// The server cannot be reached: the pass stops.
     case noConnection
+    /// The session ended while the request was out: the row stays as it was, unreported, and
+    /// the pass stops; the next login sends it.
+    case sessionEnded
 }
 
 extension OfflineVault {
@@ -147,7 +164,9 @@ extension OfflineVault {
                     for candidate in candidates {
                         if uncopied.contains(candidate.localId) {
                             let full = try OutboxRows.pendingCount(in: db) >= capacity
-                            results.append((full ? .refused(.queueFull) : nil, []))
+                            let result: EnqueueOutcome? = full ? .refused(.queueFull) : nil
+                            try OutboxNoticeRows.record(result, of: candidate, in: db)
+                            results.append((result, []))
                             continue
                         }
                         var row = candidate
@@ -155,6 +174,9 @@ extension OfflineVault {
                         var remove: [String] = []
                         let result = try OutboxRows.enqueue(row, capacity: capacity, policy: policy, inFlight: inFlight,
                                                             mediaBudget: budget, removeFiles: &remove, in: db)
+                        // A refusal or an eviction is told to the listeners even if the process
+                        // dies before: its notice commits with the decision.
+                        try OutboxNoticeRows.record(result, of: row, in: db)
                         results.append((result, remove))
                     }
                     return results
@@ -163,7 +185,15 @@ extension OfflineVault {
                 // claim their rows.
                 self.outbox.state.withLock { s in
                     for ((admission, row), (result, _)) in zip(rows, results) {
-                        if case .queued? = result { s.live[row.localId] = admission.live }
+                        switch result {
+                        case .queued(let evicted)?:
+                            s.live[row.localId] = admission.live
+                            if let evicted { s.noticesTold.insert(evicted.localId) }
+                        case .refused?:
+                            s.noticesTold.insert(row.localId)
+                        case nil:
+                            break
+                        }
                     }
                 }
                 return results
@@ -192,10 +222,12 @@ extension OfflineVault {
                     message.messageStatus = .pending
                     live.onPending(message)
                     for listener in listeners { listener.onOutboxMessagePending(message) }
+                    self.reachNotice(.refusal)
                     message.messageStatus = .failed
                     message.failureReason = reason
                     live.onError(error)
                     for listener in listeners { listener.onOutboxMessageFailed(message, reason) }
+                    self.noticesDelivered([row.localId])
                 }
             case .queued(let evicted)?:
                 let composedAt = admission.composedAt
@@ -209,7 +241,7 @@ extension OfflineVault {
                 if let evicted {
                     queued.remove(evicted.localId)
                     OutgoingCopies.remove(localId: evicted.localId, in: cache.directory)
-                    report(evicted, failed: .queueOverflow, Self.exception(for: .queueOverflow), final: true)
+                    report(evicted, failed: .queueOverflow, Self.exception(for: .queueOverflow), final: true, notice: .eviction)
                 }
             }
         }
@@ -234,12 +266,13 @@ extension OfflineVault {
     // MARK: - Passes
 
     /// Asks for a pass over the outbox: `all` pending messages (the reconnect flush), or the
-    /// `targets` and whatever precedes them in their conversations. Passes run one at a time.
+    /// `targets` and whatever precedes them in their conversations. Passes run one at a time,
+    /// and only while a cache is attached (what is asked meanwhile waits for the attach).
     func requestPass(all: Bool = false, targets: Set<String> = []) {
         let start = outbox.state.withLock { s -> Bool in
             if all { s.wantAll = true }
             s.wantTargets.formUnion(targets)
-            guard !s.passRunning else { return false }
+            guard !s.passRunning, s.attached else { return false }
             s.passRunning = true
             return true
         }
@@ -249,7 +282,7 @@ extension OfflineVault {
 
     private func runPasses() async {
         while let (all, targets) = outbox.state.withLock({ s -> (Bool, Set<String>)? in
-            guard s.wantAll || !s.wantTargets.isEmpty else {
+            guard s.attached, s.wantAll || !s.wantTargets.isEmpty else {
                 s.passRunning = false
                 return nil
             }
@@ -266,7 +299,7 @@ extension OfflineVault {
     /// One pass, in compose order. Per conversation, a message that is still waiting holds back
     /// the ones after it; a message that failed does not.
     private func pass(all: Bool, targets: Set<String>) async {
-        guard let cache = openCache, let me = userId else { return }
+        guard let session = currentOutboxSession(), let cache = openCache, let me = userId else { return }
         // The flush of the whole outbox waits for a connection that has held; the next one asks again.
         let flushAll = all && isConnectionStable
         if !flushAll && targets.isEmpty { return }
@@ -290,9 +323,12 @@ extension OfflineVault {
                 noteWaiting(row.localId)
                 continue
             }
-            switch await attempt(row, cache: cache, me: me) {
+            guard currentOutboxSession() == session else { return }
+            switch await attempt(row, cache: cache, me: me, session: session) {
             case .sent, .failed, .gone:
                 continue
+            case .sessionEnded:
+                return
             case .waiting:
                 held.insert(row.conversationId)
             case .noConnection:
@@ -303,8 +339,13 @@ extension OfflineVault {
         }
     }
 
+    /// The session passes run in, nil between a logout (or a login's start) and the cache's attach.
+    private func currentOutboxSession() -> Int? {
+        outbox.state.withLock { $0.attached ? $0.session : nil }
+    }
+
     /// Sends one row: uploads its files, sends it, stores the acknowledgement.
-    private func attempt(_ listed: OutboxRow, cache: VaultCache, me: String) async -> AttemptOutcome {
+    private func attempt(_ listed: OutboxRow, cache: VaultCache, me: String, session: Int) async -> AttemptOutcome {
         let localId = listed.localId
         // Claimed on the writer queue: a discard or an eviction that ran first wins.
         let claimed: OutboxRow?
@@ -332,7 +373,7 @@ extension OfflineVault {
             do {
                 answer = try await backend.uploadMedia(path: plaintext, name: file.name, mimeType: file.mimeType)
             } catch {
-                return await settle(row, error, cache: cache)
+                return await settle(row, error, cache: cache, session: session)
             }
             do {
                 row.files[index].attachment = try Acknowledgements.attachment(answer, limits: wireLimits)
@@ -346,7 +387,7 @@ extension OfflineVault {
         do {
             ack = try await backend.send(row.messageToSend, localMessageId: localId)
         } catch {
-            return await settle(row, error, cache: cache)
+            return await settle(row, error, cache: cache, session: session)
         }
         let message: BaseMessage
         do {
@@ -381,8 +422,9 @@ extension OfflineVault {
         outbox.state.withLock { _ = $0.inFlight.remove(localId) }
     }
 
-    /// What a backend error means for a row.
-    private func settle(_ row: OutboxRow, _ error: BackendError, cache: VaultCache) async -> AttemptOutcome {
+    /// What a backend error means for a row: nothing, once the session it was sent in has ended.
+    private func settle(_ row: OutboxRow, _ error: BackendError, cache: VaultCache, session: Int) async -> AttemptOutcome {
+        guard currentOutboxSession() == session else { return .sessionEnded }
         switch error {
         case .unreachable:
             return .noConnection
@@ -460,8 +502,10 @@ extension OfflineVault {
     // MARK: - Reports
 
     /// Delivers a failure: the live send's `onError`, the listeners' `onOutboxMessageFailed`, a
-    /// waiting retry's `onError`. `final` forgets the live send (it has no row any more).
-    func report(_ row: OutboxRow, failed reason: MessageFailureReason, _ error: CometChatException, final: Bool) {
+    /// waiting retry's `onError`. `final` forgets the live send (it has no row any more). A
+    /// failure with a durable `notice` removes it once told.
+    func report(_ row: OutboxRow, failed reason: MessageFailureReason, _ error: CometChatException, final: Bool,
+                notice: OutboxNotice? = nil) {
         let (live, waiters) = outbox.state.withLock { s -> (LiveSend?, [RetryWaiter]) in
             let live = final ? s.live.removeValue(forKey: row.localId) : s.live[row.localId]
             return (live, s.waiters.removeValue(forKey: row.localId) ?? [])
@@ -469,11 +513,13 @@ extension OfflineVault {
         let message = live?.message ?? pendingMessage(row, status: .failed)
         let listeners = outbox.listeners.live()
         settings.callbackExecutor.execute {
+            if let notice { self.reachNotice(notice) }
             message?.messageStatus = .failed
             message?.failureReason = reason
             live?.onError(error)
             if let message { for listener in listeners { listener.onOutboxMessageFailed(message, reason) } }
             for waiter in waiters { waiter.onError(error) }
+            if notice != nil { self.noticesDelivered([row.localId]) }
         }
     }
 

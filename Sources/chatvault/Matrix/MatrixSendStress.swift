@@ -4,26 +4,22 @@ import Foundation
 import VaultKeys
 
 /// `chatvault matrix-send-stress --dir D --user @U:S --homeserver URL --session-file F --room R
-///  [--count N] [--interval-ms M] [--keystore …] [--key-dir K]` (hidden; for the Matrix crash
-/// test): opens the cache online over the Matrix backend (the session, access token included, read
-/// from F, a 0600 file the test wrote: never an argument) and makes `N` persistent text sends to
-/// room R, `M` ms apart. Prints `ready` once the cache is open, `pending <local id>` from inside each
-/// `onMessagePending` (its row is committed), `sent <local id>` as the outbox reports each one
-/// sent (this run's and earlier runs' leftovers alike), and `done` once the outbox is empty
-/// (at most 120 s). Each line is one `write(2)`. Message texts are synthetic and never printed.
+///  [--count N] [--interval-ms M] [--max-pending P] [--overflow reject-newest|drop-oldest]
+///  [--leave-queued] [--keystore …] [--key-dir K]` (hidden; for the Matrix crash tests): opens the
+/// cache online over the Matrix backend (the session, access token included, read from F, a 0600
+/// file the test wrote: never an argument) and makes `N` persistent text sends to room R, `M` ms
+/// apart, into an outbox of `P` (default 100). Prints `ready` once the cache is open, `pending
+/// <local id>` from inside each `onMessagePending` (its row is committed, unless a `refused` line
+/// for it follows), the `StressReport` lines (`refused` and `failed` from the sends' `onError`;
+/// `sent` and `outbox-failed` as the `OutboxListener` hears them, this run's and earlier runs'
+/// alike), and `done` once the outbox is empty (at most 120 s), or with `--leave-queued` (a
+/// homeserver that cannot be reached) once every send has reported pending and every refusal or
+/// eviction was told. Each line is one `write(2)`. Message texts are synthetic and never printed.
 enum MatrixSendStressCommand {
     static let verb = "matrix-send-stress"
 
-    final class Listener: OutboxListener {
-        let sent = Tally()
-        func onOutboxMessageSent(_ message: BaseMessage) {
-            emit("sent \(message.localMessageId ?? "?")")
-            sent.hit()
-        }
-    }
-
     static func run(_ raw: [String]) async throws -> Int32 {
-        var args = try Arguments(raw)
+        var args = try Arguments(raw, switches: ["json", "leave-queued"])
         let common = try CommonOptions(&args)
         let root = absolutePath(try args.required("dir"))
         let user = try args.required("user")
@@ -32,6 +28,8 @@ enum MatrixSendStressCommand {
         guard let homeserver = URL(string: try args.required("homeserver")) else { throw CLIError.usage("--homeserver must be a URL") }
         let count = try args.int("count", default: 10, range: 0...OutboxLimits.maxPending)
         let interval = try args.int("interval-ms", default: 0, range: 0...10_000)
+        let queue = try QueueOptions(&args)
+        let leaveQueued = args.flag("leave-queued")
         try args.rejectUnknown()
 
         guard let data = FileManager.default.contents(atPath: sessionFile), let json = try? JSONValue(jsonData: data),
@@ -40,12 +38,12 @@ enum MatrixSendStressCommand {
         }
         let backend = MatrixBackend(homeserver: homeserver, session: MatrixSession(userId: user, deviceId: device, accessToken: token))
         let callbacks = DispatchQueue(label: "chatvault.matrix-stress.callbacks")
-        let vault = try makeOutboxVault(common, root: root, encryption: true, backend: backend, callbacks: callbacks) { settings in
+        let vault = try makeOutboxVault(common, root: root, encryption: true, backend: backend, callbacks: callbacks, queue: queue) { settings in
             settings.stableConnectionDelay = .milliseconds(20)
             settings.reconnect = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200))
         }
-        let listener = Listener()
-        vault.addOutboxListener("matrix-stress", listener)
+        let report = StressReport()
+        vault.addOutboxListener("matrix-stress", report)
         let attempt = await vault.login(userId: user)
         guard vault.isOfflineEnabled(), vault.openCache != nil else {
             await vault.logout()
@@ -54,19 +52,24 @@ enum MatrixSendStressCommand {
         emit("ready")
         let pending = Tally()
         for i in 0..<count {
-            vault.sendTextMessage(message: TextMessage(receiverUid: room, text: "stress \(i)", receiverType: .group), onMessagePending: { m in
+            let message = TextMessage(receiverUid: room, text: "stress \(i)", receiverType: .group)
+            vault.sendTextMessage(message: message, onMessagePending: { m in
                 emit("pending \(m.localMessageId ?? "?")")
                 pending.hit()
-            }, onMessageSent: { _ in }, onError: { _ in })
+            }, onMessageSent: { _ in }, onError: { error in report.sendError(message, error) })
             if interval > 0 { try? await Task.sleep(for: .milliseconds(interval)) }
         }
         _ = await pending.wait(for: count, timeout: .seconds(30))
-        let deadline = ContinuousClock.now + .seconds(120)
-        while ContinuousClock.now < deadline {
-            if let left = try? await vault.pendingMessages(), left.isEmpty { break }
-            try? await Task.sleep(for: .milliseconds(50))
+        var left = 0
+        if !leaveQueued {
+            let deadline = ContinuousClock.now + .seconds(120)
+            while ContinuousClock.now < deadline {
+                if let unsent = try? await vault.pendingMessages(), unsent.isEmpty { break }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            left = (try? await vault.pendingMessages())?.count ?? -1
         }
-        let left = (try? await vault.pendingMessages())?.count ?? -1
+        await vault.waitForOutboxNotices()
         await vault.logout()
         guard left == 0 else { throw CLIError.failure("\(left) messages still unsent after 120 s") }
         emit("done")
