@@ -123,7 +123,7 @@ final class AuditContext: @unchecked Sendable {
         record.journal = vault.offlineAuditJournal().filter { $0.at >= since }
         await vault.logout()
         let elapsed = ContinuousClock.now - clock
-        record.milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        record.milliseconds = ResetAudit.ms(elapsed)
         withExtendedLifetime(app) {}
         return record
     }
@@ -150,7 +150,7 @@ final class AuditContext: @unchecked Sendable {
                             journal: JournalReader.read(directory, keyStore: keyStore).filter { $0.at >= since },
                             noticesAtFirstRead: report.noticesAtFirstRead, notices: report.notices, cachedMessages: report.cachedMessages,
                             pendingMessages: report.pendingMessages, unsentMediaFiles: nil,
-                            milliseconds: Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+                            milliseconds: ResetAudit.ms(elapsed))
     }
 
     /// The first launch: the server holds `seededMessages` from the peer; the app reads them

@@ -108,6 +108,6 @@ enum JournalReader {
                 queue.close()
             }
         }
-        return all.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
+        return AuditJournal.inTimeOrder(all)
     }
 }

@@ -127,6 +127,6 @@ extension OfflineVault {
         var all = (try? cache?.reader.sync { db in try AuditJournal.entries(in: db) }) ?? []
         all += AuditJournal.beside(directory)
         if cache != nil { all += audit.pending }
-        return all.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
+        return AuditJournal.inTimeOrder(all)
     }
 }

@@ -95,6 +95,12 @@ public enum AuditJournal {
         try db.savepoint("audit_journal") { try write() }
     }
 
+    /// Entries from both places (the database's, the side file's) in time order; entries of the
+    /// same microsecond keep the order given.
+    public static func inTimeOrder(_ entries: [AuditEntry]) -> [AuditEntry] {
+        entries.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
+    }
+
     /// The database's entries, oldest first. Unreadable rows are skipped.
     public static func entries(in db: Database) throws -> [AuditEntry] {
         let stmt = try db.prepare("SELECT value FROM kv WHERE key LIKE 'audit.%' ORDER BY key")

@@ -43,7 +43,7 @@ enum AuditAppCommand {
             }
         }
         let elapsed = ContinuousClock.now - clock
-        let report = AuditReport(scenarios: runs, milliseconds: Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+        let report = AuditReport(scenarios: runs, milliseconds: elapsed.milliseconds)
         let data = try report.json()
         if let out {
             try ScenarioReport.writePage(String(decoding: data, as: UTF8.self), to: out, option: "--out")

@@ -65,7 +65,7 @@ struct CacheHistory {
         case .failure(let why): state = why.description
         }
         all += beside
-        let timeline = all.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
+        let timeline = AuditJournal.inTimeOrder(all)
         return CacheHistory(directory: directory.path, cacheId: manifest?.cacheId, encrypted: header == .opaque, keyLookup: keyLookup,
                             inUse: inUse, databaseJournal: state, besideEntries: beside.count, timeline: timeline,
                             quarantine: audit.quarantineEntries())

@@ -54,7 +54,7 @@ enum KitBenchCommand {
             } catch {
                 throw CLIError.failure("a private session could not start: \(error)")
             }
-            sessions.append(ms(ContinuousClock.now - clock))
+            sessions.append((ContinuousClock.now - clock).milliseconds)
         }
         let total = median(totals)
         let floor = sessions.reduce(0, +)
@@ -86,7 +86,4 @@ enum KitBenchCommand {
         return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
     }
 
-    static func ms(_ d: Duration) -> Double {
-        Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
-    }
 }
