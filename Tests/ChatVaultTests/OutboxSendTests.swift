@@ -175,7 +175,7 @@ final class OutboxSendTests: XCTestCase {
     func testNoAnswerIsRetriedOnEachReconnectThenFailsTransientAfterFive() async throws {
         let h = try OutboxHarness()
         await h.login()
-        await waitUntil { h.vault.isConnectionStable }
+        await waitUntil { h.vault.link.isStable }
         h.client.failNext(.send, with: .timeout, times: 5)
         let message = h.text("silent server")
         let recorder = h.send(message)

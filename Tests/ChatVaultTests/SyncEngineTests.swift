@@ -393,7 +393,7 @@ final class SyncEngineTests: XCTestCase {
         let (h, recorder) = try await harness()
         h.client.failNext(.conversations, with: .delay(.milliseconds(400)))
         try await h.vault.syncNowAccepted()
-        for _ in 0..<5 { h.vault.requestSweep() }
+        for _ in 0..<5 { h.vault.sync.requestSweep() }
         await h.vault.waitForSyncIdle()
         h.drain()
         XCTAssertEqual(recorder.count("conversations started"), 2, "the running sweep and one follow-up: \(recorder.lines)")
@@ -751,6 +751,6 @@ final class SyncEngineTests: XCTestCase {
 extension OfflineVault {
     /// Starts a forced sweep without waiting for it (throws the refusal).
     func syncNowAccepted() async throws {
-        if let refusal = forceSweep() { throw refusal }
+        if let refusal = sync.forceSweep() { throw refusal }
     }
 }

@@ -446,7 +446,7 @@ extension OfflineVault {
                                     state: .pending, failureReason: nil, attempts: 0, createdAt: 0, message: .null, senderUid: "", files: [])
                 self.report(row, failed: .discarded, Self.exception(for: .discarded), final: true)
             }
-            if self.isConnectionStable { self.connectionBecameStable() }
+            if self.link.isStable { self.connectionBecameStable() }
         }
     }
 

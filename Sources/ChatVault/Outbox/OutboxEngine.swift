@@ -301,7 +301,7 @@ extension OfflineVault {
     private func pass(all: Bool, targets: Set<String>) async {
         guard let session = currentOutboxSession(), let cache = openCache, let me = userId else { return }
         // The flush of the whole outbox waits for a connection that has held; the next one asks again.
-        let flushAll = all && isConnectionStable
+        let flushAll = all && link.isStable
         if !flushAll && targets.isEmpty { return }
         let rows: [OutboxRow]
         do {
@@ -333,7 +333,7 @@ extension OfflineVault {
                 held.insert(row.conversationId)
             case .noConnection:
                 for rest in selected[index...] { await noConnection(rest, cache: cache) }
-                linkSuspect()
+                link.suspect()
                 return
             }
         }
@@ -436,7 +436,7 @@ extension OfflineVault {
                 return await fail(row, .transient, CometChatException(.requestTimedOut, "The server did not answer after \(maximumNoAnswerAttempts) attempts."), cache: cache)
             }
             noteWaiting(row.localId)
-            linkSuspect()
+            link.suspect()
             return .waiting
         case .server(let status, let code, _):
             let reason: MessageFailureReason = error.isTransient ? .transient : .permanent

@@ -1,5 +1,5 @@
 /// The catch-up sync's public surface: sync listeners and events, the sync state and point, and
-/// `forceSyncNow`. The work is done by the sync engine (`SyncEngine.swift`).
+/// `forceSyncNow`. The work is done by the sync engine (`SyncEngine`), which owns its sweeps.
 ///
 /// A sweep starts on its own when the realtime connection comes back and holds for
 /// `VaultSettings.stableConnectionDelay` (2.5 s; a connect-then-drop flap starts nothing), after
@@ -36,21 +36,21 @@ extension OfflineVault {
     /// `onSuccess`) until it has ended, its wait for the outbox flush and any follow-up sweep
     /// included; `.idle` otherwise.
     public func getSyncState() -> SyncState {
-        sync.state.withLock { $0.running } ? .syncing : .idle
+        sync.isRunning ? .syncing : .idle
     }
 
     /// The server time the cache is synced to (the last committed page of the change log, or
     /// the point a new cache's first sweep started from), in epoch seconds; 0 if never (or no
     /// cache is open).
     public func getLastSyncTimestamp() -> Int {
-        Int(sync.state.withLock { $0.lastSyncAt })
+        Int(sync.lastSyncAt)
     }
 
     /// Requests a catch-up sweep. Silently does nothing when one is already running, one ended
     /// within `SyncSettings.forceCooldown` (10 s by default), nobody is logged in, or offline
     /// support is not active; use `forceSyncNow(onSuccess:onError:)` to learn why.
     public func forceSyncNow() {
-        _ = forceSweep()
+        _ = sync.forceSweep()
     }
 
     /// Requests a catch-up sweep: `onSuccess` once it is accepted and started (its progress
@@ -60,7 +60,7 @@ extension OfflineVault {
     ///
     ///     vault.forceSyncNow(onSuccess: { showSpinner() }, onError: { error in log(error?.errorCode) })
     public func forceSyncNow(onSuccess: @escaping @Sendable () -> Void, onError: @escaping @Sendable (CometChatException?) -> Void) {
-        let refusal = forceSweep()
+        let refusal = sync.forceSweep()
         settings.callbackExecutor.execute {
             if let refusal { onError(refusal) } else { onSuccess() }
         }
@@ -73,19 +73,19 @@ extension OfflineVault {
     public func syncNow() async throws(CometChatException) -> SyncReport {
         // Registered before the sweep can finish: the sweep's task starts after this returns.
         let report: SyncReport? = try await withCheckedContinuation { (continuation: CheckedContinuation<Result<SyncReport?, CometChatException>, Never>) in
-            if let refusal = forceSweep(waiter: { continuation.resume(returning: .success($0)) }) {
+            if let refusal = sync.forceSweep(waiter: { continuation.resume(returning: .success($0)) }) {
                 continuation.resume(returning: .failure(refusal))
             }
         }.get()
-        guard let report else { throw Self.superseded }
+        guard let report else { throw SyncEngine.superseded }
         return report
     }
 
     /// Waits for the running sweep (and any follow-up queued behind it) to finish; returns at
     /// once when none runs. For tools and tests.
     public func waitForSyncIdle() async {
-        while sync.state.withLock({ $0.running }) {
-            _ = await waitForSweep()
+        while sync.isRunning {
+            _ = await sync.waitForSweep()
         }
     }
 }

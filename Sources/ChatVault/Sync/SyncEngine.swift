@@ -2,13 +2,22 @@ import Foundation
 import Synchronization
 import VaultStore
 
-/// The catch-up sync engine's live state (the sync point itself is in the cache: `sync_state`).
+/// The catch-up sync: its sweeps, their listeners and streams, and the live state (the sync point
+/// itself is in the cache: `sync_state`).
 ///
 /// A sweep is two phases: conversations (one fresh page of the list, written through as a read
 /// writes it), then messages (the change log replayed forward from the stored sync point, one
-/// page per transaction, the sync point advancing in the same transaction as the page's rows).
-/// Sweeps run one at a time; a request while one runs queues at most one follow-up.
-final class SyncCore: Sendable {
+/// page per transaction through the cache writer, the sync point advancing in the same
+/// transaction as the page's rows). Sweeps run one at a time; a request while one runs queues at
+/// most one follow-up.
+///
+/// The engine holds what it works with (the backend, the cache writer, the outbox's live state)
+/// and reaches the rest of the vault only through `SyncEngine.Ports`, bound once by the vault:
+///
+///     let sync = SyncEngine(backend: backend, settings: settings, wireLimits: limits, writer: incoming, outbox: outbox)
+///     sync.bind(SyncEngine.Ports(user: …, cache: …, …))
+///     sync.attached(cache); sync.requestSweep()
+final class SyncEngine: Sendable {
     struct State {
         /// Bumped when a cache is attached or detached: a sweep of an older generation stops.
         var generation = 0
@@ -29,10 +38,53 @@ final class SyncCore: Sendable {
         var finishWaiters: [Int: [@Sendable (SyncReport?) -> Void]] = [:]
     }
 
+    /// What a sweep needs from the rest of the engine (the session, the blocked-users list,
+    /// eviction, the outbox's reports), as closures the vault binds once.
+    struct Ports: Sendable {
+        /// The logged-in user, if any.
+        var user: @Sendable () -> String?
+        /// The open cache when it is this user's (a login as someone else may have happened).
+        var cache: @Sendable (_ me: String) -> VaultCache?
+        /// Whether offline support is running.
+        var active: @Sendable () -> Bool
+        /// Replaces the cached blocked-users list with the server's (each sweep).
+        var refreshBlockedUsers: @Sendable () async -> Void
+        /// Schedules an eviction run (each sweep's end).
+        var scheduleEviction: @Sendable () -> Void
+        /// Tells the outbox's listeners about a queued message the log made pointless (its server
+        /// copy arrived while it waited): reported `.discarded`, its row already gone.
+        var discarded: @Sendable (_ row: OutboxRow, _ cache: VaultCache) -> Void
+
+        /// Ports of an engine not bound to a vault: nobody is logged in.
+        static let unbound = Ports(user: { nil }, cache: { _ in nil }, active: { false }, refreshBlockedUsers: {},
+                                   scheduleEviction: {}, discarded: { _, _ in })
+    }
+
     let listeners = ListenerRegistry<any SyncListener>()
     let state = Mutex(State())
 
     private let streams = EventStreams<SyncEvent>()
+    private let backend: any ChatBackend
+    private let settings: VaultSettings
+    private let wireLimits: WireLimits
+    private let writer: CacheWriter
+    private let outbox: OutboxCore
+    private let boundPorts = Mutex(Ports.unbound)
+
+    init(backend: any ChatBackend, settings: VaultSettings, wireLimits: WireLimits, writer: CacheWriter, outbox: OutboxCore) {
+        self.backend = backend
+        self.settings = settings
+        self.wireLimits = wireLimits
+        self.writer = writer
+        self.outbox = outbox
+    }
+
+    /// Connects the engine to its vault (once, at the vault's creation).
+    func bind(_ ports: Ports) {
+        boundPorts.withLock { $0 = ports }
+    }
+
+    private var ports: Ports { boundPorts.withLock { $0 } }
 
     func stream() -> AsyncStream<SyncEvent> {
         streams.make()
@@ -41,15 +93,21 @@ final class SyncCore: Sendable {
     func yield(_ event: SyncEvent) {
         streams.yield(event)
     }
+
+    /// `.syncing` while a sweep is accepted and not ended.
+    var isRunning: Bool { state.withLock { $0.running } }
+
+    /// The server time the attached cache is synced to, epoch seconds (0: never, or none attached).
+    var lastSyncAt: Int64 { state.withLock { $0.lastSyncAt } }
 }
 
-extension OfflineVault {
+extension SyncEngine {
     // MARK: - Lifecycle hooks
 
     /// A cache became active: its sync point's time is what `getLastSyncTimestamp()` reports.
-    func syncAttached(_ cache: VaultCache) {
+    func attached(_ cache: VaultCache) {
         let record = (try? cache.writer.sync { db in try SyncStateRows.load(in: db) }) ?? .empty
-        sync.state.withLock { s in
+        state.withLock { s in
             s.generation += 1
             s.lastSyncAt = record.lastSyncAt
             s.followUp = false
@@ -57,8 +115,8 @@ extension OfflineVault {
     }
 
     /// Logout, or the cache closed: a running sweep stops at its next step.
-    func syncDetached() {
-        sync.state.withLock { s in
+    func detached() {
+        state.withLock { s in
             s.generation += 1
             s.lastSyncAt = 0
             s.followUp = false
@@ -66,8 +124,8 @@ extension OfflineVault {
     }
 
     /// `clearOfflineCache` emptied `sync_state`: the next sweep is a new cache's first.
-    func syncCleared() {
-        sync.state.withLock { s in
+    func cleared() {
+        state.withLock { s in
             s.generation += 1
             s.lastSyncAt = 0
         }
@@ -77,7 +135,7 @@ extension OfflineVault {
 
     /// Starts a sweep, or queues one follow-up behind the running one.
     func requestSweep() {
-        let start = sync.state.withLock { s -> Bool in
+        let start = state.withLock { s -> Bool in
             if s.running {
                 s.followUp = true
                 return false
@@ -91,10 +149,10 @@ extension OfflineVault {
     /// Why `forceSyncNow` would not start a sweep now; nil: it started one.
     /// - Parameter waiter: told the report of the sweep this starts (not called on a refusal).
     func forceSweep(waiter: (@Sendable (SyncReport?) -> Void)? = nil) -> CometChatException? {
-        guard userId != nil else { return CometChatException(.userNotLoggedIn, "Nobody is logged in.") }
-        guard isOfflineEnabled() else { return CometChatException(.offlineDisabled, "Offline support is not active.") }
+        guard ports.user() != nil else { return CometChatException(.userNotLoggedIn, "Nobody is logged in.") }
+        guard ports.active() else { return CometChatException(.offlineDisabled, "Offline support is not active.") }
         let cooldown = settings.sync.forceCooldown
-        let refusal = sync.state.withLock { s -> CometChatException? in
+        let refusal = state.withLock { s -> CometChatException? in
             if s.running { return CometChatException(.offlineSyncInProgress, "A catch-up sync is already running.") }
             if let last = s.lastFinished, ContinuousClock.now < last + cooldown {
                 return CometChatException(.offlineSyncCooldown, "A catch-up sync ran moments ago; try again after the cooldown.")
@@ -110,7 +168,7 @@ extension OfflineVault {
     /// Waits until the sweep running now (or the next to start) has finished; nil when none runs.
     func waitForSweep() async -> SyncReport? {
         await withCheckedContinuation { continuation in
-            let queued = sync.state.withLock { s -> Bool in
+            let queued = state.withLock { s -> Bool in
                 guard s.running else { return false }
                 s.finishWaiters[s.sweeps + 1, default: []].append { continuation.resume(returning: $0) }
                 return true
@@ -125,7 +183,7 @@ extension OfflineVault {
     private func runSweeps() async {
         while true {
             let report = await sweep()
-            let (next, number) = sync.state.withLock { s -> (Bool, Int) in
+            let (next, number) = state.withLock { s -> (Bool, Int) in
                 s.sweeps += 1
                 guard s.followUp else { return (false, s.sweeps) }
                 s.followUp = false
@@ -134,7 +192,7 @@ extension OfflineVault {
             }
             if next { continue }
             settings.callbackExecutor.execute {
-                let (restart, waiters) = self.sync.state.withLock { s -> (Bool, [@Sendable (SyncReport?) -> Void]) in
+                let (restart, waiters) = self.state.withLock { s -> (Bool, [@Sendable (SyncReport?) -> Void]) in
                     let mine = s.finishWaiters.removeValue(forKey: number) ?? []
                     // A request that came while the callbacks were delivered.
                     if s.followUp {
@@ -165,7 +223,7 @@ extension OfflineVault {
     }
 
     private func isCurrent(_ context: SweepContext) -> Bool {
-        sync.state.withLock { $0.generation == context.generation } && cache(of: context.me) === context.cache
+        state.withLock { $0.generation == context.generation } && ports.cache(context.me) === context.cache
     }
 
     /// One sweep: the flush first (a reconnect's), then the two phases. nil when there was no
@@ -173,8 +231,9 @@ extension OfflineVault {
     private func sweep() async -> SyncReport? {
         // A reconnect's flush (or any pass running now) goes first; returns at once when none runs.
         await waitForOutboxPass(atMost: settings.sync.flushWait)
-        guard let me = userId, let cache = cache(of: me) else { return nil }
-        let context = SweepContext(me: me, cache: cache, generation: sync.state.withLock { $0.generation })
+        let ports = self.ports
+        guard let me = ports.user(), let cache = ports.cache(me) else { return nil }
+        let context = SweepContext(me: me, cache: cache, generation: state.withLock { $0.generation })
         let started = Int64(settings.clock().timeIntervalSince1970)
         _ = try? await cache.writer.run { db in try SyncStateRows.recordAttempt(at: started, in: db) }
 
@@ -185,7 +244,7 @@ extension OfflineVault {
         case .failure(let error): tell(.conversationSyncError(error))
         }
         // The SDK's blocked-users list is refreshed on each sweep (and at login).
-        if isCurrent(context) { await refreshBlockedUsers() }
+        if isCurrent(context) { await ports.refreshBlockedUsers() }
 
         tell(.messageSyncStarted)
         let messages = await syncMessages(context)
@@ -193,18 +252,18 @@ extension OfflineVault {
         case .success(let outcome): tell(.messageSyncCompleted(messages.messages, outcome))
         case .failure(let error): tell(.messageSyncError(error))
         }
-        scheduleEviction()
+        ports.scheduleEviction()
         let report = SyncReport(conversations: try? conversations.get(), conversationError: conversations.error,
                                 messages: messages.messages, newMessageCount: messages.newCount, outcome: try? messages.outcome.get(),
                                 messageError: messages.outcome.error, droppedChanges: messages.dropped,
                                 establishedSyncPoint: messages.established,
-                                lastSyncTimestamp: Int(sync.state.withLock { $0.lastSyncAt }))
+                                lastSyncTimestamp: Int(state.withLock { $0.lastSyncAt }))
         // A bounded sweep that made progress goes on while the cache is still this user's, up to
         // `maxFollowUpSweeps` in a row; then the rest waits for the next reconnect or forced sync.
         let limit = settings.sync.maxFollowUpSweeps
         var goOn = false
         if case .success(.partial) = messages.outcome, messages.progressed { goOn = isCurrent(context) }
-        sync.state.withLock { s in
+        state.withLock { s in
             if goOn && s.partialStreak < limit {
                 s.partialStreak += 1
                 s.followUp = true
@@ -236,7 +295,7 @@ extension OfflineVault {
         do {
             page = try await backend.conversations(query)
         } catch {
-            return .failure(Self.exception(for: error))
+            return .failure(OfflineVault.exception(for: error))
         }
         let decoder = WireDecoder(limits: wireLimits)
         var items: [Conversation] = []
@@ -326,11 +385,11 @@ extension OfflineVault {
                         try SyncStateRows.recordOutcome(.caughtUp, errorCode: nil, in: db)
                     }
                 }
-                sync.state.withLock { $0.lastSyncAt = SyncStateRows.clampedTime(point.serverTime) }
+                state.withLock { $0.lastSyncAt = SyncStateRows.clampedTime(point.serverTime) }
                 phase.established = true
                 return phase
             } catch let error as BackendError {
-                return await recordFailure(phase, Self.exception(for: error), cache: cache)
+                return await recordFailure(phase, OfflineVault.exception(for: error), cache: cache)
             } catch {
                 return await recordFailure(phase, Self.syncPointRefused(error), cache: cache)
             }
@@ -359,7 +418,7 @@ extension OfflineVault {
                     pending = fetchPage(after: nil, pageSize: pageSize, ceiling: ceiling, limits: limits)
                     continue
                 }
-                return await recordFailure(phase, Self.exception(for: error), cache: cache)
+                return await recordFailure(phase, OfflineVault.exception(for: error), cache: cache)
             case .tooLarge(let count):
                 return await recordFailure(phase, CometChatException(.invalidServerResponse,
                                                                      "The change log page held \(count) changes (at most \(ceiling))."),
@@ -379,7 +438,7 @@ extension OfflineVault {
             }
             let applied: SyncPageRows.Applied
             do {
-                applied = try await incoming.commit(page: changes, me: me, cache: cache, limits: limits, serverTime: page.serverTime,
+                applied = try await writer.commit(page: changes, me: me, cache: cache, limits: limits, serverTime: page.serverTime,
                                                     nextToken: page.nextToken, outcome: outcome, inFlight: inFlight)
             } catch let problem as SyncStateRows.Problem {
                 pending.cancel()
@@ -393,11 +452,9 @@ extension OfflineVault {
             pages += 1
             if page.nextToken != token { phase.progressed = true }
             token = page.nextToken
-            sync.state.withLock { $0.lastSyncAt = SyncStateRows.clampedTime(page.serverTime) }
-            for row in applied.discarded {
-                OutgoingCopies.remove(localId: row.localId, in: cache.directory)
-                report(row, failed: .discarded, Self.exception(for: .discarded), final: true)
-            }
+            state.withLock { $0.lastSyncAt = SyncStateRows.clampedTime(page.serverTime) }
+            let discarded = ports.discarded
+            for row in applied.discarded { discarded(row, cache) }
             // Delivered to the message listeners, hydrated and evicted by the writer's subscribers.
             phase.newCount += applied.inserted.count
             phase.add(applied.inserted)
@@ -453,8 +510,8 @@ extension OfflineVault {
 
     /// Tells the sync listeners and streams, in order, on the callback executor.
     private func tell(_ event: SyncEvent) {
-        let listeners = sync.listeners.live()
-        let core = sync
+        let listeners = listeners.live()
+        let core = self
         settings.callbackExecutor.execute {
             for listener in listeners {
                 switch event {

@@ -1,7 +1,22 @@
-/// What the engine does once a user's server session has started (after `login`), beside the
-/// cache. Each capability that keeps server-derived state fresh at login hooks in here.
+/// What the vault does with what the realtime link hands on: once a user's server session has
+/// started (after `login`, beside the cache; each capability that keeps server-derived state
+/// fresh at login hooks in here), each realtime event, and a connection that has held.
 extension OfflineVault {
     func sessionStarted() async {
         await refreshBlockedUsersAtLogin()
+    }
+
+    /// The connection has held: flush the outbox (when auto-send is on), then catch up (the
+    /// sweep waits for the flush, at most `SyncSettings.flushWait`). The sweep runs whether or
+    /// not auto-send is on.
+    func connectionBecameStable() {
+        if config.autoSendPendingOnReconnect { requestPass(all: true) }
+        if openCache != nil { sync.requestSweep() }
+    }
+
+    /// Realtime messages, edits, deletions, reactions and receipts: validated, written to the
+    /// cache and delivered to the message listeners by the ingest engine (`RealtimeIngest`).
+    func realtimeEvent(_ event: RealtimeEvent) async {
+        await ingestRealtime(event)
     }
 }

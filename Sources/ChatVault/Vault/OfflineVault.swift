@@ -91,14 +91,14 @@ public final class OfflineVault: Sendable {
     let outbox = OutboxCore()
     /// Upload batches' pumps and waits (the batches are in the cache).
     let uploads = UploadCore()
-    /// The server session and realtime connection.
-    let link = LinkCore()
+    /// The server session and the realtime connection.
+    let link: RealtimeLink
     /// Realtime ingest: validation, message listeners and streams.
     let realtime = RealtimeIngest()
     /// The one way in: every arriving message is written here and published to the subscribers.
     let incoming = CacheWriter()
-    /// The catch-up sync's sweeps, listeners and streams (the sync point is in the cache).
-    let sync = SyncCore()
+    /// The catch-up sync: its sweeps, listeners and streams (the sync point is in the cache).
+    let sync: SyncEngine
     /// The media cache (downloads, views, background downloads).
     /// The media cache (downloads, the background queue, views, hydration).
     let media: MediaCache
@@ -141,12 +141,29 @@ public final class OfflineVault: Sendable {
         self.wireLimits = wireLimits
         keyStores = settings.makeKeyStores()
         media = MediaCache(settings: settings, config: config, backend: backend)
+        link = RealtimeLink(backend: backend, settings: settings)
+        sync = SyncEngine(backend: backend, settings: settings, wireLimits: wireLimits, writer: incoming, outbox: outbox)
         media.bind { [weak self] in
             self?.session.withLock { s in
                 guard s.state.isOfflineActive, let me = s.userId, let cache = s.cache else { return nil }
                 return (me, cache)
             }
         }
+        sync.bind(SyncEngine.Ports(
+            user: { [weak self] in self?.userId },
+            cache: { [weak self] me in self?.openCache(of: me) },
+            active: { [weak self] in self?.isOfflineEnabled() ?? false },
+            refreshBlockedUsers: { [weak self] in _ = await self?.refreshBlockedUsers() },
+            scheduleEviction: { [weak self] in self?.scheduleEviction() },
+            discarded: { [weak self] row, cache in
+                OutgoingCopies.remove(localId: row.localId, in: cache.directory)
+                self?.report(row, failed: .discarded, OfflineVault.exception(for: .discarded), final: true)
+            }))
+        link.bind(RealtimeLink.Ports(
+            openCache: { [weak self] in self?.openCache },
+            sessionStarted: { [weak self] in await self?.sessionStarted() },
+            event: { [weak self] event in await self?.realtimeEvent(event) },
+            becameStable: { [weak self] in self?.connectionBecameStable() }))
         subscribeToIncoming()
     }
 
@@ -182,9 +199,9 @@ public final class OfflineVault: Sendable {
             // they are retried with backoff while reads fall back to the cache.
             self.outboxDetached()
             self.uploadsDetached()
-            self.syncDetached()
+            self.sync.detached()
             self.media.detached()
-            self.startLink(userId: userId)
+            self.link.start(userId: userId)
             // Only this first open of a login counts toward escalation.
             self.attemptOpen(generation: generation, countsTowardEscalation: true, done: done)
         }
@@ -192,10 +209,10 @@ public final class OfflineVault: Sendable {
 
     /// Closes the cache and keeps it (the same user's next login is instant).
     public func logout() async {
-        stopLink()
+        link.stop()
         outboxDetached()
         uploadsDetached()
-        syncDetached()
+        sync.detached()
         media.detached()
         await backend.logout()
         _ = await onLifecycle { done in
@@ -311,7 +328,7 @@ public final class OfflineVault: Sendable {
                     try? cache.writer.sync { db in try AuditJournal.append([AuditEntry(kind: .cleared, cacheId: cache.cacheId)], in: db) }
                     if let unsent { self.outboxCleared(unsent.0, inFlight: unsent.1) }
                     self.uploadsCleared()
-                    self.syncCleared()
+                    self.sync.cleared()
                     // A new media key (the old one went with `kv`), no views of wiped files.
                     self.media.attached(cache)
                     continuation.resume(returning: .success(()))
@@ -430,7 +447,7 @@ public final class OfflineVault: Sendable {
             // Before the cache serves and before `done`: `getLastSyncTimestamp()` is right as soon
             // as login returns, and no sweep starts against the cache before the engine knows it.
             if newState.isOfflineActive, let cache = report.cache {
-                self.syncAttached(cache)
+                self.sync.attached(cache)
                 self.media.attached(cache)
             }
             let current = self.session.withLock { s -> Bool in

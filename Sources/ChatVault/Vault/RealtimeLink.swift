@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
+import VaultStore
 
 /// The engine's hold on the server: the session (`ChatBackend.login`) and the realtime
 /// connection, re-established with backoff whenever it drops, and judged **stable** once it has
 /// stayed up for `VaultSettings.stableConnectionDelay` (a connect-then-drop flap does not count).
 /// A stable connection flushes the outbox.
-final class LinkCore: Sendable {
+final class RealtimeLink: Sendable {
     struct State {
         /// Bumped by every start and stop: older loops and timers stand down.
         var generation = 0
@@ -21,13 +22,42 @@ final class LinkCore: Sendable {
         var consuming = false
     }
 
+    /// What the link hands on, as closures the vault binds once.
+    struct Ports: Sendable {
+        /// The cache open now (the backend's id map and state live in it).
+        var openCache: @Sendable () -> VaultCache?
+        /// A server session started (once per login): refreshes what the server keeps.
+        var sessionStarted: @Sendable () async -> Void
+        /// A realtime event (not a connection change), awaited: one commits before the next.
+        var event: @Sendable (RealtimeEvent) async -> Void
+        /// The connection has held for `VaultSettings.stableConnectionDelay`.
+        var becameStable: @Sendable () -> Void
+
+        static let unbound = Ports(openCache: { nil }, sessionStarted: {}, event: { _ in }, becameStable: {})
+    }
+
     let state = Mutex(State())
+    private let backend: any ChatBackend
+    private let settings: VaultSettings
+    private let boundPorts = Mutex(Ports.unbound)
+
+    init(backend: any ChatBackend, settings: VaultSettings) {
+        self.backend = backend
+        self.settings = settings
+    }
+
+    /// Connects the link to its vault (once, at the vault's creation).
+    func bind(_ ports: Ports) {
+        boundPorts.withLock { $0 = ports }
+    }
+
+    private var ports: Ports { boundPorts.withLock { $0 } }
 }
 
-extension OfflineVault {
+extension RealtimeLink {
     /// Starts the session and the connection for `userId` (after login).
-    func startLink(userId: String) {
-        let generation = link.state.withLock { s -> Int in
+    func start(userId: String) {
+        let generation = state.withLock { s -> Int in
             s.generation += 1
             s.running = true
             s.userId = userId
@@ -37,15 +67,16 @@ extension OfflineVault {
             s.connectionToken += 1
             return s.generation
         }
-        backend.attach(identities: CacheMessageIdentities(cache: { [weak self] in self?.openCache }))
-        backend.attach(state: CacheBackendState(cache: { [weak self] in self?.openCache }))
+        let openCache = ports.openCache
+        backend.attach(identities: CacheMessageIdentities(cache: openCache))
+        backend.attach(state: CacheBackendState(cache: openCache))
         consumeEventsOnce()
         startLinkLoop(generation: generation, delayFirst: false)
     }
 
     /// Stops reconnecting (logout).
-    func stopLink() {
-        link.state.withLock { s in
+    func stop() {
+        state.withLock { s in
             s.generation += 1
             s.running = false
             s.userId = nil
@@ -56,12 +87,12 @@ extension OfflineVault {
     }
 
     /// Whether the realtime connection is up and has held.
-    var isConnectionStable: Bool { link.state.withLock { $0.running && $0.stable } }
+    var isStable: Bool { state.withLock { $0.running && $0.stable } }
 
     /// Something suggests the connection is gone (a send got no connection or no answer): drop it
     /// and reconnect, so the next stable connection flushes again.
-    func linkSuspect() {
-        let (connected, generation) = link.state.withLock { s -> (Bool, Int?) in
+    func suspect() {
+        let (connected, generation) = state.withLock { s -> (Bool, Int?) in
             guard s.running else { return (false, nil) }
             let was = s.connected
             s.connected = false
@@ -78,7 +109,7 @@ extension OfflineVault {
     }
 
     private func startLinkLoop(generation: Int, delayFirst: Bool) {
-        let start = link.state.withLock { s -> Bool in
+        let start = state.withLock { s -> Bool in
             guard s.generation == generation, s.running, s.loopingFor != generation else { return false }
             s.loopingFor = generation
             return true
@@ -92,7 +123,7 @@ extension OfflineVault {
                 if attempt > 0 { try? await Task.sleep(for: policy.delay(forAttempt: attempt)) }
                 attempt += 1
                 guard let self else { return }
-                guard let (userId, hasSession) = self.link.state.withLock({ s -> (String, Bool)? in
+                guard let (userId, hasSession) = self.state.withLock({ s -> (String, Bool)? in
                     guard s.generation == generation, s.running, !s.connected, let user = s.userId else {
                         if s.loopingFor == generation { s.loopingFor = nil }
                         return nil
@@ -102,16 +133,17 @@ extension OfflineVault {
                 do {
                     if !hasSession {
                         _ = try await backend.login(userId: userId)
-                        let current = self.link.state.withLock { s -> Bool in
+                        let current = self.state.withLock { s -> Bool in
                             guard s.generation == generation else { return false }
                             s.serverSession = true
                             return true
                         }
                         guard current else { continue }
-                        Task.detached { await self.sessionStarted() }
+                        let started = self.ports.sessionStarted
+                        Task.detached { await started() }
                     }
                     try await backend.connect()
-                    let stillOurs = self.link.state.withLock { s -> Bool in
+                    let stillOurs = self.state.withLock { s -> Bool in
                         if s.loopingFor == generation { s.loopingFor = nil }
                         return s.generation == generation
                     }
@@ -129,7 +161,7 @@ extension OfflineVault {
     /// Iterates the backend's event stream for the vault's life (an `AsyncStream` cannot be
     /// iterated again once an iteration is cancelled, so this one never is).
     private func consumeEventsOnce() {
-        let first = link.state.withLock { s -> Bool in
+        let first = state.withLock { s -> Bool in
             defer { s.consuming = true }
             return !s.consuming
         }
@@ -142,14 +174,14 @@ extension OfflineVault {
                 case .connected: self.linkConnected()
                 case .disconnected: self.linkDisconnected()
                 // Awaited: one event's write commits before the next is taken (arrival order).
-                default: await self.realtimeEvent(event)
+                default: await self.ports.event(event)
                 }
             }
         }
     }
 
     private func linkConnected() {
-        let pending = link.state.withLock { s -> (Int, Int)? in
+        let pending = state.withLock { s -> (Int, Int)? in
             guard s.running, !s.connected else { return nil }
             s.connected = true
             s.stable = false
@@ -161,17 +193,17 @@ extension OfflineVault {
         Task.detached { [weak self] in
             try? await Task.sleep(for: delay)
             guard let self else { return }
-            let stable = self.link.state.withLock { s -> Bool in
+            let stable = self.state.withLock { s -> Bool in
                 guard s.generation == generation, s.connectionToken == token, s.connected else { return false }
                 s.stable = true
                 return true
             }
-            if stable { self.connectionBecameStable() }
+            if stable { self.ports.becameStable() }
         }
     }
 
     private func linkDisconnected() {
-        let generation = link.state.withLock { s -> Int? in
+        let generation = state.withLock { s -> Int? in
             guard s.running else { return nil }
             s.connected = false
             s.stable = false
@@ -179,19 +211,5 @@ extension OfflineVault {
             return s.generation
         }
         if let generation { startLinkLoop(generation: generation, delayFirst: true) }
-    }
-
-    /// The connection has held: flush the outbox (when auto-send is on), then catch up (the
-    /// sweep waits for the flush, at most `SyncSettings.flushWait`). The sweep runs whether or
-    /// not auto-send is on.
-    func connectionBecameStable() {
-        if config.autoSendPendingOnReconnect { requestPass(all: true) }
-        if openCache != nil { requestSweep() }
-    }
-
-    /// Realtime messages, edits, deletions, reactions and receipts: validated, written to the
-    /// cache and delivered to the message listeners by the ingest engine (`RealtimeIngest`).
-    func realtimeEvent(_ event: RealtimeEvent) async {
-        await ingestRealtime(event)
     }
 }
