@@ -351,7 +351,7 @@ final class OutboxQueueTests: XCTestCase {
         // A reset that salvaged only part of the outbox: the new cache lacks one row.
         let cache = try XCTUnwrap(h.vault.openCache)
         try cache.writer.sync { db in try db.run("DELETE FROM outbox WHERE local_id = ?", .text(lostMessage.localMessageId ?? "")) }
-        h.vault.outboxAttached(cache)
+        h.vault.outbox.attached(cache)
         await waitUntil { lost.errors.count == 2 }
         XCTAssertEqual(lost.errors.last, CometChatConstants.Errors.ERROR_OFFLINE_MESSAGE_DISCARDED)
         h.client.network = .online

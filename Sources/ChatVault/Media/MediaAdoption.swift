@@ -1,7 +1,7 @@
 import Foundation
 import VaultStore
 
-extension OfflineVault {
+extension MediaCache {
     /// `.auto`: a media send was acknowledged; its copies become the cached bytes of the sent
     /// message's attachments (received-media rows under the server's URLs, encrypted like any
     /// received file: an encrypted copy is moved as it is, a plain one re-written), so the sender sees the picture offline without downloading it back. In
@@ -14,7 +14,7 @@ extension OfflineVault {
             return KeptCopy(relativePath: file.relativePath, url: url, size: file.size, mime: file.mimeType)
         }
         let adopted = adoptCopies(copies, messageId: message.id, cache: cache)
-        if adopted > 0 { media.hydrate([message]) }
+        if adopted > 0 { hydrate([message]) }
         return adopted
     }
 
@@ -30,7 +30,7 @@ extension OfflineVault {
     @discardableResult
     func adoptCopies(_ copies: [KeptCopy], messageId: Int, cache: VaultCache) -> Int {
         guard config.mediaCaching == .auto, !copies.isEmpty else { return 0 }
-        let (generation, key) = media.state.withLock { ($0.generation, $0.key) }
+        let (generation, key) = state.withLock { ($0.generation, $0.key) }
         if cache.isEncrypted && key == nil { return 0 }
         var adopted = 0
         for file in copies {
@@ -49,7 +49,7 @@ extension OfflineVault {
                 bytes = imported
             }
             let stored = MediaFileRow(name: name, bytes: bytes, mime: String(file.mime.prefix(255)))
-            if media.record(stored, key: urlKey, messageId: messageId, cache: cache, generation: generation) { adopted += 1 }
+            if record(stored, key: urlKey, messageId: messageId, cache: cache, generation: generation) { adopted += 1 }
         }
         return adopted
     }

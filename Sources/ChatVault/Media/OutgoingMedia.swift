@@ -10,11 +10,11 @@ import VaultStore
 /// upload batch's status) goes through `plaintextCopyPath`: the copy itself when plain, else its
 /// decrypted view, made on demand, removed with the other views (logout, clear, reset, next
 /// start) and once the send completes.
-extension OfflineVault {
+extension MediaCache {
     /// The key new outgoing copies are written under (nil: plain copies).
     func outgoingCopyKey(_ cache: VaultCache) -> MediaKey? {
         guard cache.isEncrypted else { return nil }
-        return media.state.withLock { s -> MediaKey? in
+        return state.withLock { s -> MediaKey? in
             guard case .success? = s.views else { return nil }
             return s.key
         }
@@ -27,7 +27,7 @@ extension OfflineVault {
         guard !relative.isEmpty, !relative.hasPrefix("/"), !relative.split(separator: "/").contains("..") else { return nil }
         let path = "\(root)/\(relative)"
         guard MediaFileReader.isEncryptedMediaFile(path) else { return path }
-        let (key, views) = media.state.withLock { ($0.key, $0.views) }
+        let (key, views) = state.withLock { ($0.key, $0.views) }
         guard let key, case .success(let directory)? = views else { return nil }
         let view = "\(directory.path)/\(Self.copyViewName(relative))"
         // Views appear whole or not at all (renamed into place), and a copy never changes.
@@ -43,7 +43,7 @@ extension OfflineVault {
 
     /// Removes the views of the copies under `folder` (`outgoing/<local id>`), once sent.
     func removeCopyViews(folder: String) {
-        guard let directory = try? media.state.withLock({ $0.views })?.get() else { return }
+        guard let directory = try? state.withLock({ $0.views })?.get() else { return }
         let prefix = Self.copyViewName(folder + "/")
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
         for name in names where name.hasPrefix(prefix) { unlink("\(directory.path)/\(name)") }
@@ -51,7 +51,7 @@ extension OfflineVault {
 
     /// Removes the view of one copy (once sent).
     func removeCopyView(_ relative: String) {
-        guard let directory = try? media.state.withLock({ $0.views })?.get() else { return }
+        guard let directory = try? state.withLock({ $0.views })?.get() else { return }
         unlink("\(directory.path)/\(Self.copyViewName(relative))")
     }
 

@@ -105,7 +105,7 @@ extension OfflineVault {
         let live = LiveSend(message: message, onPending: { m in if let m = m as? Message { onPending(m) } },
                             onSent: { m in if let m = m as? Message { onSent(m) } }, onError: onError)
         let composedAt = settings.clock()
-        enqueueAdmission(Admission(wire: wire, kind: kind, live: live, composedAt: composedAt))
+        outbox.enqueueAdmission(Admission(wire: wire, kind: kind, live: live, composedAt: composedAt))
     }
 
     // MARK: - Classic sends (never queued)
@@ -265,7 +265,7 @@ extension OfflineVault {
 
     private func messages(of rows: [OutboxRow], inFlight: Set<String>) -> [BaseMessage] {
         rows.compactMap { row in
-            pendingMessage(row, status: row.state == .failed ? .failed : (inFlight.contains(row.localId) ? .sending : .pending))
+            outbox.pendingMessage(row, status: row.state == .failed ? .failed : (inFlight.contains(row.localId) ? .sending : .pending))
         }
     }
 
@@ -325,7 +325,7 @@ extension OfflineVault {
                 return failed
             }) else { return }
             for row in rows { self.reportPendingAgain(row) }
-            if !rows.isEmpty { self.requestPass(targets: Set(rows.map(\.localId))) }
+            if !rows.isEmpty { self.outbox.requestPass(targets: Set(rows.map(\.localId))) }
         }
     }
 
@@ -349,13 +349,13 @@ extension OfflineVault {
             throw CometChatException(.offlineMessagePersistFailed, "The outbox could not be changed just now. Try again.")
         }
         if let wasFailed = try outcome.get() { reportPendingAgain(wasFailed) }
-        requestPass(targets: [localId])
+        outbox.requestPass(targets: [localId])
     }
 
     /// A failed message back to pending: the listeners hear `onOutboxMessagePending`.
     private func reportPendingAgain(_ row: OutboxRow) {
         let live = outbox.state.withLock { $0.live[row.localId] }
-        guard let message = live?.message ?? pendingMessage(row, status: .pending) else { return }
+        guard let message = live?.message ?? outbox.pendingMessage(row, status: .pending) else { return }
         let listeners = outbox.listeners.live()
         settings.callbackExecutor.execute {
             message.messageStatus = .pending
@@ -422,51 +422,5 @@ extension OfflineVault {
     /// Removes the outbox listener registered under `id`, if any.
     public func removeOutboxListener(_ id: String) {
         outbox.listeners.remove(id)
-    }
-
-    // MARK: - Lifecycle hooks
-
-    /// A cache became active: tell the listeners what an earlier process could not (its
-    /// `OutboxNotice`s), forget copies nobody needs, tell live sends whose rows a reset lost, and
-    /// flush if the connection already held.
-    func outboxAttached(_ cache: VaultCache) {
-        outbox.state.withLock { $0.attached = true }
-        // What was asked before the attach (a send made as the login returned) goes now.
-        requestPass()
-        outbox.admission.async {
-            if let left = try? cache.writer.sync({ db in try OutboxNoticeRows.all(in: db) }) {
-                self.deliverLeftNotices(left.rows, undeliverable: left.undeliverable)
-            }
-            guard let rows = try? cache.writer.sync({ db in try OutboxRows.rows(pendingOnly: false, in: db) }) else { return }
-            let kept = Set(rows.map(\.localId))
-            OutgoingCopies.removeOrphans(keeping: kept, in: cache.directory)
-            let lost = self.outbox.state.withLock { s in s.live.filter { !kept.contains($0.key) } }
-            for (localId, live) in lost {
-                let row = OutboxRow(localId: localId, seq: 0, conversationId: live.message.conversationId, kind: OutboxKind(of: live.message) ?? .text,
-                                    state: .pending, failureReason: nil, attempts: 0, createdAt: 0, message: .null, senderUid: "", files: [])
-                self.report(row, failed: .discarded, Self.exception(for: .discarded), final: true)
-            }
-            if self.link.isStable { self.connectionBecameStable() }
-        }
-    }
-
-    /// Logout: the closures of sends in flight are forgotten (their messages stay queued in the
-    /// user's cache and go at that user's next login), and a running pass stops: a request it
-    /// makes or gets answered after this is not the message's failure.
-    func outboxDetached() {
-        outbox.state.withLock { s in
-            s.live.removeAll()
-            s.waiters.removeAll()
-            s.attached = false
-            s.session += 1
-        }
-    }
-
-    /// `clearOfflineCache`: the unsent messages that were wiped fail `.discarded`. Messages on the
-    /// wire at that moment report their own outcome.
-    func outboxCleared(_ rows: [OutboxRow], inFlight: Set<String>) {
-        for row in rows where !inFlight.contains(row.localId) {
-            report(row, failed: .discarded, Self.exception(for: .discarded), final: true)
-        }
     }
 }

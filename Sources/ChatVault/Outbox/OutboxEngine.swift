@@ -27,8 +27,18 @@ struct RetryWaiter: Sendable {
     let onError: @Sendable (CometChatException) -> Void
 }
 
-/// The outbox's in-memory state; the messages themselves are rows in the cache.
-final class OutboxCore: Sendable {
+/// The outbox: admission of new sends in compose order, passes that send what is pending (one at
+/// a time, per conversation in order), failures and their reports, and the notices a kill must not
+/// lose. The messages themselves are rows in the cache; this engine holds the live sends (their
+/// closures), the claims of rows on the wire and the passes' state.
+///
+/// It holds what it works with (the backend, the settings, the cache writer that publishes sent
+/// messages, the media cache for outgoing copies, the realtime link it reports a dead connection
+/// to) and reaches the vault only through `OutboxEngine.Ports`, bound once:
+///
+///     outbox.enqueueAdmission(admission)      // a send, validated by the vault's facade
+///     outbox.requestPass(all: true)           // the reconnect flush
+final class OutboxEngine: Sendable {
     struct State {
         var live: [String: LiveSend] = [:]
         /// Local ids on the wire now. Changed only inside writer-queue blocks, so a discard or an
@@ -55,12 +65,57 @@ final class OutboxCore: Sendable {
         var session = 0
     }
 
+    /// What the outbox needs from the vault, as closures bound once.
+    struct Ports: Sendable {
+        /// The open cache (offline support running), if any.
+        var openCache: @Sendable () -> VaultCache?
+        /// The logged-in user, if any.
+        var userId: @Sendable () -> String?
+        /// The logged-in user's cache directory (where outgoing copies live).
+        var directory: @Sendable () -> CacheDirectory?
+        /// A send was acknowledged (`uploadBatches` mark their items sent).
+        var sent: @Sendable (_ wire: JSONValue, _ messageId: Int) -> Void
+        /// An attach found the connection already stable: flush and catch up as a reconnect does.
+        var alreadyStable: @Sendable () -> Void
+
+        static let unbound = Ports(openCache: { nil }, userId: { nil }, directory: { nil }, sent: { _, _ in }, alreadyStable: {})
+    }
+
     let state = Mutex(State())
     let listeners = ListenerRegistry<any OutboxListener>()
     /// The crash tests' seam (`OfflineVault.setOutboxNoticeHook`).
     let noticeHook = Mutex<(@Sendable (OutboxNotice) -> Void)?>(nil)
     /// New sends are admitted one at a time, in call order: that is compose order.
     let admission = DispatchQueue(label: "chatvault.outbox.admission")
+
+    let backend: any ChatBackend
+    let settings: VaultSettings
+    let config: OfflineConfig
+    let wireLimits: WireLimits
+    private let writer: CacheWriter
+    let media: MediaCache
+    private let link: RealtimeLink
+    private let boundPorts = Mutex(Ports.unbound)
+
+    init(backend: any ChatBackend, settings: VaultSettings, config: OfflineConfig, wireLimits: WireLimits,
+         writer: CacheWriter, media: MediaCache, link: RealtimeLink) {
+        self.backend = backend
+        self.settings = settings
+        self.config = config
+        self.wireLimits = wireLimits
+        self.writer = writer
+        self.media = media
+        self.link = link
+    }
+
+    /// Connects the outbox to its vault (once, at the vault's creation).
+    func bind(_ ports: Ports) {
+        boundPorts.withLock { $0 = ports }
+    }
+
+    var ports: Ports { boundPorts.withLock { $0 } }
+    var openCache: VaultCache? { ports.openCache() }
+    var userId: String? { ports.userId() }
 }
 
 /// Automatic attempts that get no answer before a queued message fails `.transient`.
@@ -83,24 +138,24 @@ enum AttemptOutcome: Sendable {
     case sessionEnded
 }
 
-extension OfflineVault {
+extension OutboxEngine {
     // MARK: - Admission
 
     /// Queues a validated send for admission. Sends waiting together are committed together: one
     /// `synchronous=FULL` commit (one disk sync) for the whole group, each send still admitted on
     /// its own terms (cap, overflow, byte budget) in call order.
     func enqueueAdmission(_ admission: Admission) {
-        let schedule = outbox.state.withLock { s -> Bool in
+        let schedule = state.withLock { s -> Bool in
             s.admissions.append(admission)
             defer { s.admissionScheduled = true }
             return !s.admissionScheduled
         }
-        if schedule { outbox.admission.async { self.drainAdmissions() } }
+        if schedule { self.admission.async { self.drainAdmissions() } }
     }
 
     /// Runs on the admission queue: takes every send waiting and admits them as one group.
     private func drainAdmissions() {
-        let batch = outbox.state.withLock { s -> [Admission] in
+        let batch = state.withLock { s -> [Admission] in
             defer {
                 s.admissions.removeAll()
                 s.admissionScheduled = false
@@ -133,7 +188,7 @@ extension OfflineVault {
                 uncopied.insert(localId)
             } else if let media = message as? MediaMessage, !media.localFiles.isEmpty {
                 do {
-                    files = try OutgoingCopies.copy(media.localFiles, localId: localId, into: cache.directory, key: outgoingCopyKey(cache))
+                    files = try OutgoingCopies.copy(media.localFiles, localId: localId, into: cache.directory, key: self.media.outgoingCopyKey(cache))
                 } catch {
                     executor.execute {
                         message.messageStatus = .failed
@@ -159,7 +214,7 @@ extension OfflineVault {
         do {
             outcomes = try cache.writer.sync { db -> [(EnqueueOutcome?, [String])] in
                 let results = try db.transaction { () throws -> [(EnqueueOutcome?, [String])] in
-                    let inFlight = self.outbox.state.withLock { $0.inFlight }
+                    let inFlight = self.state.withLock { $0.inFlight }
                     var results: [(EnqueueOutcome?, [String])] = []
                     for candidate in candidates {
                         if uncopied.contains(candidate.localId) {
@@ -183,7 +238,7 @@ extension OfflineVault {
                 }
                 // Committed: the live sends are known before any pass (which needs this queue) can
                 // claim their rows.
-                self.outbox.state.withLock { s in
+                self.state.withLock { s in
                     for ((admission, row), (result, _)) in zip(rows, results) {
                         switch result {
                         case .queued(let evicted)?:
@@ -206,7 +261,7 @@ extension OfflineVault {
             }
             return
         }
-        let listeners = outbox.listeners.live()
+        let listeners = listeners.live()
         var queued: Set<String> = []
         for ((admission, row), (outcome, remove)) in zip(rows, outcomes) {
             OutgoingCopies.removeFiles(remove, in: cache.directory)
@@ -269,7 +324,7 @@ extension OfflineVault {
     /// `targets` and whatever precedes them in their conversations. Passes run one at a time,
     /// and only while a cache is attached (what is asked meanwhile waits for the attach).
     func requestPass(all: Bool = false, targets: Set<String> = []) {
-        let start = outbox.state.withLock { s -> Bool in
+        let start = state.withLock { s -> Bool in
             if all { s.wantAll = true }
             s.wantTargets.formUnion(targets)
             guard !s.passRunning, s.attached else { return false }
@@ -281,7 +336,7 @@ extension OfflineVault {
     }
 
     private func runPasses() async {
-        while let (all, targets) = outbox.state.withLock({ s -> (Bool, Set<String>)? in
+        while let (all, targets) = state.withLock({ s -> (Bool, Set<String>)? in
             guard s.attached, s.wantAll || !s.wantTargets.isEmpty else {
                 s.passRunning = false
                 return nil
@@ -341,7 +396,7 @@ extension OfflineVault {
 
     /// The session passes run in, nil between a logout (or a login's start) and the cache's attach.
     private func currentOutboxSession() -> Int? {
-        outbox.state.withLock { $0.attached ? $0.session : nil }
+        state.withLock { $0.attached ? $0.session : nil }
     }
 
     /// Sends one row: uploads its files, sends it, stores the acknowledgement.
@@ -352,7 +407,7 @@ extension OfflineVault {
         do {
             claimed = try await cache.writer.run { db -> OutboxRow? in
                 guard let fresh = try OutboxRows.row(localId, in: db), fresh.state == .pending else { return nil }
-                self.outbox.state.withLock { _ = $0.inFlight.insert(localId) }
+                self.state.withLock { _ = $0.inFlight.insert(localId) }
                 return fresh
             }
         } catch {
@@ -360,13 +415,13 @@ extension OfflineVault {
         }
         guard var row = claimed else { return .gone }
         defer { release(localId) }
-        if let live = outbox.state.withLock({ $0.live[localId] }) {
+        if let live = state.withLock({ $0.live[localId] }) {
             settings.callbackExecutor.execute { live.message.messageStatus = .sending }
         }
         for index in row.files.indices where row.files[index].attachment == nil {
             let file = row.files[index]
             // Never the ciphertext: an encrypted copy is uploaded from its decrypted view.
-            guard let plaintext = plaintextCopyPath(file.relativePath, root: cache.directory.path) else {
+            guard let plaintext = media.plaintextCopyPath(file.relativePath, root: cache.directory.path) else {
                 return await fail(row, .permanent, OutgoingCopies.failure("the cache's copy can no longer be read"), cache: cache)
             }
             let answer: JSONValue
@@ -406,11 +461,11 @@ extension OfflineVault {
             return .waiting
         }
         // `.auto` keeps the bytes as the sent attachments' cached media; the copies go either way.
-        adoptOutgoingCopies(row, message: message, cache: cache)
+        media.adoptOutgoingCopies(row, message: message, cache: cache)
         OutgoingCopies.remove(localId: localId, in: cache.directory)
-        removeCopyViews(folder: "outgoing/\(localId)")
-        uploadsSent(row.messageToSend, messageId: message.id)
-        incoming.stored([message])
+        media.removeCopyViews(folder: "outgoing/\(localId)")
+        ports.sent(row.messageToSend, message.id)
+        writer.stored([message])
         reportSent(row, message)
         return .sent
     }
@@ -419,7 +474,7 @@ extension OfflineVault {
     /// eviction cannot slip between its check and the claim); by the time of the release the
     /// attempt's outcome is committed, so dropping the claim anywhere is consistent.
     private func release(_ localId: String) {
-        outbox.state.withLock { _ = $0.inFlight.remove(localId) }
+        state.withLock { _ = $0.inFlight.remove(localId) }
     }
 
     /// What a backend error means for a row: nothing, once the session it was sent in has ended.
@@ -440,7 +495,7 @@ extension OfflineVault {
             return .waiting
         case .server(let status, let code, _):
             let reason: MessageFailureReason = error.isTransient ? .transient : .permanent
-            return await fail(row, reason, CometChatException(errorCode: Self.safeCode(code), errorDescription: "The server refused the message (status \(status))."), cache: cache)
+            return await fail(row, reason, CometChatException(errorCode: OfflineVault.safeCode(code), errorDescription: "The server refused the message (status \(status))."), cache: cache)
         }
     }
 
@@ -476,7 +531,7 @@ extension OfflineVault {
             noteWaiting(row.localId)
             return
         }
-        let fresh = outbox.state.withLock { s -> Bool in
+        let fresh = state.withLock { s -> Bool in
             (s.live[row.localId].map { !$0.notified } ?? false) || s.waiters[row.localId] != nil
         }
         if fresh { _ = await fail(row, .transient, Self.unsentNotice, cache: cache) }
@@ -485,7 +540,7 @@ extension OfflineVault {
     /// A waiting message: its live send hears "queued, not failed" once, and a manual retry
     /// waiting for this attempt hears the same.
     func noteWaiting(_ localId: String) {
-        let (live, waiters) = outbox.state.withLock { s -> (LiveSend?, [RetryWaiter]) in
+        let (live, waiters) = state.withLock { s -> (LiveSend?, [RetryWaiter]) in
             let waiters = s.waiters.removeValue(forKey: localId) ?? []
             guard let live = s.live[localId], !live.notified else { return (nil, waiters) }
             s.live[localId]?.notified = true
@@ -506,12 +561,12 @@ extension OfflineVault {
     /// failure with a durable `notice` removes it once told.
     func report(_ row: OutboxRow, failed reason: MessageFailureReason, _ error: CometChatException, final: Bool,
                 notice: OutboxNotice? = nil) {
-        let (live, waiters) = outbox.state.withLock { s -> (LiveSend?, [RetryWaiter]) in
+        let (live, waiters) = state.withLock { s -> (LiveSend?, [RetryWaiter]) in
             let live = final ? s.live.removeValue(forKey: row.localId) : s.live[row.localId]
             return (live, s.waiters.removeValue(forKey: row.localId) ?? [])
         }
         let message = live?.message ?? pendingMessage(row, status: .failed)
-        let listeners = outbox.listeners.live()
+        let listeners = listeners.live()
         settings.callbackExecutor.execute {
             if let notice { self.reachNotice(notice) }
             message?.messageStatus = .failed
@@ -524,10 +579,10 @@ extension OfflineVault {
     }
 
     private func reportSent(_ row: OutboxRow, _ message: BaseMessage) {
-        let (live, waiters) = outbox.state.withLock { s in
+        let (live, waiters) = state.withLock { s in
             (s.live.removeValue(forKey: row.localId), s.waiters.removeValue(forKey: row.localId) ?? [])
         }
-        let listeners = outbox.listeners.live()
+        let listeners = listeners.live()
         settings.callbackExecutor.execute {
             if let original = live?.message { original.adoptAcknowledgement(message) }
             live?.onSent(message)
@@ -541,9 +596,9 @@ extension OfflineVault {
     /// `localPath`, the status given.
     func pendingMessage(_ row: OutboxRow, status: MessageStatus) -> BaseMessage? {
         guard case .object(var fields) = row.message else { return nil }
-        let directory = cacheDirectory?.path ?? ""
+        let directory = ports.directory()?.path ?? ""
         // Where an app can open each copy (its view when encrypted).
-        let paths = row.files.map { plaintextCopyPath($0.relativePath, root: directory) ?? directory + "/" + $0.relativePath }
+        let paths = row.files.map { media.plaintextCopyPath($0.relativePath, root: directory) ?? directory + "/" + $0.relativePath }
         fields["id"] = .int(0)
         fields["conversationId"] = .string(row.conversationId)
         fields["senderUid"] = .string(row.senderUid)
@@ -593,5 +648,53 @@ extension BaseMessage {
         messageStatus = ack.messageStatus
         failureReason = nil
         if let media = self as? MediaMessage, let acked = ack as? MediaMessage { media.attachments = acked.attachments }
+    }
+}
+
+extension OutboxEngine {
+    // MARK: - Lifecycle hooks
+
+    /// A cache became active: tell the listeners what an earlier process could not (its
+    /// `OutboxNotice`s), forget copies nobody needs, tell live sends whose rows a reset lost, and
+    /// flush if the connection already held.
+    func attached(_ cache: VaultCache) {
+        state.withLock { $0.attached = true }
+        // What was asked before the attach (a send made as the login returned) goes now.
+        requestPass()
+        admission.async {
+            if let left = try? cache.writer.sync({ db in try OutboxNoticeRows.all(in: db) }) {
+                self.deliverLeftNotices(left.rows, undeliverable: left.undeliverable)
+            }
+            guard let rows = try? cache.writer.sync({ db in try OutboxRows.rows(pendingOnly: false, in: db) }) else { return }
+            let kept = Set(rows.map(\.localId))
+            OutgoingCopies.removeOrphans(keeping: kept, in: cache.directory)
+            let lost = self.state.withLock { s in s.live.filter { !kept.contains($0.key) } }
+            for (localId, live) in lost {
+                let row = OutboxRow(localId: localId, seq: 0, conversationId: live.message.conversationId, kind: OutboxKind(of: live.message) ?? .text,
+                                    state: .pending, failureReason: nil, attempts: 0, createdAt: 0, message: .null, senderUid: "", files: [])
+                self.report(row, failed: .discarded, Self.exception(for: .discarded), final: true)
+            }
+            if self.link.isStable { self.ports.alreadyStable() }
+        }
+    }
+
+    /// Logout: the closures of sends in flight are forgotten (their messages stay queued in the
+    /// user's cache and go at that user's next login), and a running pass stops: a request it
+    /// makes or gets answered after this is not the message's failure.
+    func detached() {
+        state.withLock { s in
+            s.live.removeAll()
+            s.waiters.removeAll()
+            s.attached = false
+            s.session += 1
+        }
+    }
+
+    /// `clearOfflineCache`: the unsent messages that were wiped fail `.discarded`. Messages on the
+    /// wire at that moment report their own outcome.
+    func cleared(_ rows: [OutboxRow], inFlight: Set<String>) {
+        for row in rows where !inFlight.contains(row.localId) {
+            report(row, failed: .discarded, Self.exception(for: .discarded), final: true)
+        }
     }
 }

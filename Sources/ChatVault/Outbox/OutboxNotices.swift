@@ -75,30 +75,30 @@ enum OutboxNoticeRows {
     }
 }
 
-extension OfflineVault {
+extension OutboxEngine {
     /// Test seam for the crash tests (`chatvault outbox-stress` with `CHATVAULT_OUTBOX_CRASH_AT`):
     /// `hook` runs on the callback executor at the moment a notice's decision is committed and the
     /// callbacks that tell it have not run (see `OutboxNotice`). Nil removes it.
-    package func setOutboxNoticeHook(_ hook: (@Sendable (OutboxNotice) -> Void)?) {
-        outbox.noticeHook.withLock { $0 = hook }
+    func setNoticeHook(_ hook: (@Sendable (OutboxNotice) -> Void)?) {
+        noticeHook.withLock { $0 = hook }
     }
 
     /// Called on the callback executor right before a notice's callbacks.
     func reachNotice(_ notice: OutboxNotice) {
-        outbox.noticeHook.withLock { $0 }?(notice)
+        noticeHook.withLock { $0 }?(notice)
     }
 
     /// Notices a process left undelivered: each listener hears `onOutboxMessageFailed` with the
     /// reason (the send's closures died with that process), then the notices are removed.
     func deliverLeftNotices(_ rows: [OutboxRow], undeliverable: [String]) {
-        let told = outbox.state.withLock { $0.noticesTold }
+        let told = state.withLock { $0.noticesTold }
         let rows = rows.filter { !told.contains($0.localId) }
         guard !rows.isEmpty || !undeliverable.isEmpty else { return }
         let notices = rows.compactMap { row -> (message: BaseMessage, reason: MessageFailureReason)? in
             guard let reason = row.failureReason, let message = pendingMessage(row, status: .failed) else { return nil }
             return (message, reason)
         }
-        let listeners = outbox.listeners.live()
+        let listeners = listeners.live()
         settings.callbackExecutor.execute {
             for notice in notices {
                 for listener in listeners { listener.onOutboxMessageFailed(notice.message, notice.reason) }
@@ -110,14 +110,14 @@ extension OfflineVault {
     /// The listeners have been told: the notices go, in one commit with whatever else was
     /// delivered meanwhile. If the cache is gone by then they stay, to be told again at the next start.
     func noticesDelivered(_ localIds: [String]) {
-        let schedule = outbox.state.withLock { s -> Bool in
+        let schedule = state.withLock { s -> Bool in
             s.deliveredNotices += localIds
             defer { s.noticeRemovalScheduled = true }
             return !s.noticeRemovalScheduled
         }
         guard schedule else { return }
-        outbox.admission.async {
-            let localIds = self.outbox.state.withLock { s -> [String] in
+        admission.async {
+            let localIds = self.state.withLock { s -> [String] in
                 defer {
                     s.deliveredNotices.removeAll()
                     s.noticeRemovalScheduled = false
@@ -125,18 +125,33 @@ extension OfflineVault {
                 return s.deliveredNotices
             }
             _ = try? self.openCache?.writer.sync { db in try OutboxNoticeRows.delete(localIds, in: db) }
-            self.outbox.state.withLock { s in s.noticesTold.subtract(localIds) }
+            self.state.withLock { s in s.noticesTold.subtract(localIds) }
         }
     }
 
     /// Waits until the decisions the outbox has made so far are delivered and their notices
     /// removed (for the CLI's stress verbs, before they log out). Assumes a serial callback executor.
-    package func waitForOutboxNotices() async {
+    func waitForNotices() async {
         // Executor (login's attach, a decision's callbacks), admission (delivery of left notices,
         // removal of delivered ones), twice: each can hand work to the other once.
         for _ in 0..<2 {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in settings.callbackExecutor.execute { done.resume() } }
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in outbox.admission.async { done.resume() } }
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in admission.async { done.resume() } }
         }
+    }
+}
+
+extension OfflineVault {
+    /// Test seam for the crash tests (`chatvault outbox-stress` with `CHATVAULT_OUTBOX_CRASH_AT`):
+    /// `hook` runs on the callback executor at the moment a notice's decision is committed and the
+    /// callbacks that tell it have not run (see `OutboxNotice`). Nil removes it.
+    package func setOutboxNoticeHook(_ hook: (@Sendable (OutboxNotice) -> Void)?) {
+        outbox.setNoticeHook(hook)
+    }
+
+    /// Waits until the decisions the outbox has made so far are delivered and their notices
+    /// removed (for the CLI's stress verbs, before they log out). Assumes a serial callback executor.
+    package func waitForOutboxNotices() async {
+        await outbox.waitForNotices()
     }
 }

@@ -160,11 +160,11 @@ extension OfflineVault {
                     return (record, record, sent.compactMap(\.copy), sent)
                 }
             }) else { return }
-            self.adoptCopies(changed.sent.compactMap { item -> KeptCopy? in
+            self.media.adoptCopies(changed.sent.compactMap { item -> MediaCache.KeptCopy? in
                 guard let copy = item.copy, let url = item.attachment?["url"]?.stringValue else { return nil }
-                return KeptCopy(relativePath: copy, url: url, size: item.size, mime: item.mime)
+                return MediaCache.KeptCopy(relativePath: copy, url: url, size: item.size, mime: item.mime)
             }, messageId: messageId, cache: cache)
-            for item in changed.sent { if let copy = item.copy { self.removeCopyView(copy) } }
+            for item in changed.sent { if let copy = item.copy { self.media.removeCopyView(copy) } }
             if changed.remaining == nil {
                 try? FileManager.default.removeItem(atPath: cache.directory.path + "/" + changed.record.folder)
             } else {
@@ -211,7 +211,7 @@ extension OfflineVault {
     }
 
     func uploadStatus(_ item: UploadItemRecord, directory: String) -> UploadFileItemStatus {
-        let copy = item.copy.map { plaintextCopyPath($0, root: directory) ?? directory + "/" + $0 }
+        let copy = item.copy.map { media.plaintextCopyPath($0, root: directory) ?? directory + "/" + $0 }
         var attachment: Attachment?
         if item.state == .uploaded, let json = item.attachment {
             attachment = try? WireDecoder(limits: wireLimits, trusted: true).attachment(json, path: "attachment")

@@ -50,7 +50,7 @@ extension OfflineVault {
         let folder = root + "/" + shell.folder
 
         // Copy first, outside any transaction: each file that cannot be copied is rejected.
-        let copyKey = outgoingCopyKey(cache)
+        let copyKey = media.outgoingCopyKey(cache)
         var next = shell.nextIndex
         var added: [UploadItemRecord] = []
         var folderError: CometChatException?
@@ -198,7 +198,7 @@ extension OfflineVault {
             var failure: CometChatException?
             var lostConnection = false
             // Never the ciphertext: an encrypted copy is uploaded from its decrypted view.
-            if let plaintext = plaintextCopyPath(item.copy ?? "", root: cache.directory.path) {
+            if let plaintext = media.plaintextCopyPath(item.copy ?? "", root: cache.directory.path) {
                 do {
                     let answer = try await backend.uploadMedia(path: plaintext, name: item.name, mimeType: item.mime)
                     do {

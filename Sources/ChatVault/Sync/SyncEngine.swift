@@ -68,10 +68,10 @@ final class SyncEngine: Sendable {
     private let settings: VaultSettings
     private let wireLimits: WireLimits
     private let writer: CacheWriter
-    private let outbox: OutboxCore
+    private let outbox: OutboxEngine
     private let boundPorts = Mutex(Ports.unbound)
 
-    init(backend: any ChatBackend, settings: VaultSettings, wireLimits: WireLimits, writer: CacheWriter, outbox: OutboxCore) {
+    init(backend: any ChatBackend, settings: VaultSettings, wireLimits: WireLimits, writer: CacheWriter, outbox: OutboxEngine) {
         self.backend = backend
         self.settings = settings
         self.wireLimits = wireLimits

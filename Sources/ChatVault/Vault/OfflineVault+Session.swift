@@ -10,7 +10,7 @@ extension OfflineVault {
     /// sweep waits for the flush, at most `SyncSettings.flushWait`). The sweep runs whether or
     /// not auto-send is on.
     func connectionBecameStable() {
-        if config.autoSendPendingOnReconnect { requestPass(all: true) }
+        if config.autoSendPendingOnReconnect { outbox.requestPass(all: true) }
         if openCache != nil { sync.requestSweep() }
     }
 

@@ -87,8 +87,8 @@ public final class OfflineVault: Sendable {
     let session = Mutex(Session())
     /// An eviction run is scheduled (see `scheduleEviction`).
     let evictionPending = Mutex(false)
-    /// The outbox's live sends, claims and passes (the rows are in the cache).
-    let outbox = OutboxCore()
+    /// The outbox: admission, passes, failures and notices (the rows are in the cache).
+    let outbox: OutboxEngine
     /// Upload batches' pumps and waits (the batches are in the cache).
     let uploads = UploadCore()
     /// The server session and the realtime connection.
@@ -142,6 +142,8 @@ public final class OfflineVault: Sendable {
         keyStores = settings.makeKeyStores()
         media = MediaCache(settings: settings, config: config, backend: backend)
         link = RealtimeLink(backend: backend, settings: settings)
+        outbox = OutboxEngine(backend: backend, settings: settings, config: config, wireLimits: wireLimits,
+                              writer: incoming, media: media, link: link)
         sync = SyncEngine(backend: backend, settings: settings, wireLimits: wireLimits, writer: incoming, outbox: outbox)
         media.bind { [weak self] in
             self?.session.withLock { s in
@@ -157,8 +159,14 @@ public final class OfflineVault: Sendable {
             scheduleEviction: { [weak self] in self?.scheduleEviction() },
             discarded: { [weak self] row, cache in
                 OutgoingCopies.remove(localId: row.localId, in: cache.directory)
-                self?.report(row, failed: .discarded, OfflineVault.exception(for: .discarded), final: true)
+                self?.outbox.report(row, failed: .discarded, OutboxEngine.exception(for: .discarded), final: true)
             }))
+        outbox.bind(OutboxEngine.Ports(
+            openCache: { [weak self] in self?.openCache },
+            userId: { [weak self] in self?.userId },
+            directory: { [weak self] in self?.cacheDirectory },
+            sent: { [weak self] wire, messageId in self?.uploadsSent(wire, messageId: messageId) },
+            alreadyStable: { [weak self] in self?.connectionBecameStable() }))
         link.bind(RealtimeLink.Ports(
             openCache: { [weak self] in self?.openCache },
             sessionStarted: { [weak self] in await self?.sessionStarted() },
@@ -197,7 +205,7 @@ public final class OfflineVault: Sendable {
             }
             // The server session and the realtime connection start beside the cache; offline
             // they are retried with backoff while reads fall back to the cache.
-            self.outboxDetached()
+            self.outbox.detached()
             self.uploadsDetached()
             self.sync.detached()
             self.media.detached()
@@ -210,7 +218,7 @@ public final class OfflineVault: Sendable {
     /// Closes the cache and keeps it (the same user's next login is instant).
     public func logout() async {
         link.stop()
-        outboxDetached()
+        outbox.detached()
         uploadsDetached()
         sync.detached()
         media.detached()
@@ -285,7 +293,7 @@ public final class OfflineVault: Sendable {
             status.atRest = OfflineEncryptionTier.SQLCIPHER
             status.keyStorage = cache.keyStorage.rawValue
             status.cipher = cache.provenCipher
-            status.leakage = outgoingCopyKey(cache) != nil ? OfflineEncryptionStatus.encryptedLeakage
+            status.leakage = media.outgoingCopyKey(cache) != nil ? OfflineEncryptionStatus.encryptedLeakage
                 : OfflineEncryptionStatus.encryptedLeakageWithoutViews
         } else {
             status.leakage = OfflineEncryptionStatus.plaintextLeakage
@@ -326,7 +334,7 @@ public final class OfflineVault: Sendable {
                         try? FileManager.default.removeItem(atPath: dir)
                     }
                     try? cache.writer.sync { db in try AuditJournal.append([AuditEntry(kind: .cleared, cacheId: cache.cacheId)], in: db) }
-                    if let unsent { self.outboxCleared(unsent.0, inFlight: unsent.1) }
+                    if let unsent { self.outbox.cleared(unsent.0, inFlight: unsent.1) }
                     self.uploadsCleared()
                     self.sync.cleared()
                     // A new media key (the old one went with `kv`), no views of wiped files.
@@ -463,7 +471,7 @@ public final class OfflineVault: Sendable {
             if case .unavailable = newState { self.scheduleRetry(generation: generation) }
             if checking, let cache = report.cache { self.checkInBackground(cache, generation: generation) }
             if newState.isOfflineActive, let cache = report.cache {
-                self.outboxAttached(cache)
+                self.outbox.attached(cache)
                 self.uploadsAttached(cache)
                 // Old quarantine entries (and their key items: maybe D-Bus calls) go after ready:
                 // nothing of it is needed to serve. Stops once the cache closes.
