@@ -378,7 +378,7 @@ final class RealtimeIngestTests: XCTestCase, Polling {
         }
         let message = try WireDecoder(limits: WireLimits()).message(try XCTUnwrap(h.simulator.messageJSON(
             try h.simulator.postText("x", from: "bob", to: .user("alice")), as: "alice")))
-        h.vault.deliverSynced([message])
+        h.vault.realtime.deliverSynced([message])
         try await waitUntil("synced") { h.drain(); return !recorder.batches.withLock { $0 }.isEmpty }
         XCTAssertEqual(recorder.batches.withLock { $0 }, [[message.id]])
         let sources = await first.value

@@ -189,7 +189,7 @@ extension OfflineVault {
                         let stored = (try? await cache.writer.run { db in
                             try MessageWriteBatch.storeServerCopy(ack, typed, me: me, source: .realtime, in: db)
                         }) != nil
-                        self.uploadsSent(payload, messageId: typed.id)
+                        self.uploads.sent(payload, messageId: typed.id)
                         if stored { self.incoming.stored([typed]) }
                     }
                 }

@@ -138,34 +138,3 @@ enum UploadBatchRows {
         try db.run("DELETE FROM media WHERE url_key = ?", .text(mediaKey(record, fileId)))
     }
 }
-
-/// The upload batches' in-memory state; the batches themselves are kv rows in the cache.
-final class UploadCore: Sendable {
-    /// Someone waiting for files to settle: an `upload` call or a `retryAttachment`.
-    struct Watcher: Sendable {
-        let batchId: String
-        let fileIds: [String]
-        let onItem: @Sendable (UploadFileItemStatus) -> Void
-        let onDone: @Sendable ([UploadFileItemStatus]) -> Void
-        let onError: @Sendable (CometChatException) -> Void
-    }
-
-    struct State {
-        /// Batches being uploaded now (one pump each), and those to go over again when done.
-        var pumping: Set<String> = []
-        var again: Set<String> = []
-        var watchers: [Int: Watcher] = [:]
-        var nextWatcher = 0
-        /// Bumped by every logout and login: an older session's pumps stop touching this state.
-        var session = 0
-        /// The open cache whose batches were looked over for uploads a stop interrupted.
-        var fixedUp: ObjectIdentifier?
-        /// Files added in this session (the others are restored).
-        var addedHere: Set<String> = []
-    }
-
-    let state = Mutex(State())
-    /// A batch's structure (adding files, removing them, ending it) changes one call at a time,
-    /// in call order, so copies are never written into a folder being deleted.
-    let admission = DispatchQueue(label: "chatvault.uploads.admission")
-}

@@ -3,7 +3,7 @@ import Synchronization
 import VaultStore
 
 /// Upload batches' surface: retry, remove and end, reads, reports, the lifecycle hooks.
-extension OfflineVault {
+extension UploadEngine {
     // MARK: - Retrying, removing, ending
 
     func retryUpload(_ request: UploadFileRequest, fileId: String, onSuccess: @escaping @Sendable (UploadFileItemStatus) -> Void,
@@ -15,7 +15,7 @@ extension OfflineVault {
             let cache: VaultCache
             do throws(CometChatException) { cache = try self.uploadCache() } catch { return executor.execute { onError(error) } }
             let watcher = { @Sendable (batchId: String) in
-                UploadCore.Watcher(batchId: batchId, fileIds: [fileId], onItem: { _ in }, onDone: { items in
+                Watcher(batchId: batchId, fileIds: [fileId], onItem: { _ in }, onDone: { items in
                     guard let item = items.first else { return onError(UploadErrors.notFound) }
                     if item.state == .uploaded { onSuccess(item) } else { onError(item.error ?? UploadErrors.notFound) }
                 }, onError: onError)
@@ -38,7 +38,7 @@ extension OfflineVault {
                         record.items[i].error = nil
                         try UploadBatchRows.save(record, in: db)
                         // Registered before any pump can claim the file (claims run on this queue).
-                        self.uploads.state.withLock { s in
+                        self.state.withLock { s in
                             s.watchers[s.nextWatcher] = watcher(record.batchId)
                             s.nextWatcher += 1
                         }
@@ -98,7 +98,7 @@ extension OfflineVault {
                 } else if let copy {
                     OutgoingCopies.removeFiles([copy], in: cache.directory)
                 }
-                self.uploads.state.withLock { _ = $0.addedHere.remove(fileId) }
+                self.state.withLock { _ = $0.addedHere.remove(fileId) }
                 self.deliverUploads(remaining, batchId: record.batchId, changed: [], cache: cache)
                 return .success(())
             }
@@ -136,13 +136,13 @@ extension OfflineVault {
     /// carried leave the batch (which ends with its last file). `wire` is the message as sent.
     /// - Parameter messageId: the acknowledged message's server id (`.auto` keeps the sent
     ///   files' copies as its attachments' cached bytes).
-    func uploadsSent(_ wire: JSONValue, messageId: Int) {
+    func sent(_ wire: JSONValue, messageId: Int) {
         guard let receiver = wire["receiver"]?.stringValue, let type = wire["receiverType"]?.stringValue.flatMap(ReceiverType.init(rawValue:)),
               let cache = openCache else { return }
         let urls = Set((wire["data"]?["attachments"]?.arrayValue ?? []).compactMap { $0["url"]?.stringValue })
         guard !urls.isEmpty else { return }
         let composer = UploadComposer(receiverId: receiver, receiverType: type, parentMessageId: Int(wire["parentId"]?.intValue ?? 0))
-        uploads.admission.async {
+        admission.async {
             guard let changed = try? cache.writer.sync({ db in
                 try self.fixUpUploads(cache, db)
                 return try db.transaction { () throws -> (record: UploadBatchRecord, remaining: UploadBatchRecord?, copies: [String], sent: [UploadItemRecord])? in
@@ -185,26 +185,10 @@ extension OfflineVault {
         return record.items.map { uploadStatus($0, directory: directory) }
     }
 
-    /// Re-attaches to the upload batch kept for a composer (`getExistingUploadFileRequest`).
-    /// Returns nil when offline support is not running, nobody is logged in, or no batch was
-    /// kept for that composer. Reads the cache.
-    ///
-    ///     if let request = vault.getExistingUploadFileRequest(receiverId: "bob", receiverType: .user, parentMessageId: 0) {
-    ///         for item in request.getItems() where item.state == .failed { request.retryAttachment(fileId: item.fileId) }
-    ///     }
-    /// - Parameter parentMessageId: 0 for the main composer, the thread parent's id for a thread's.
-    public func getExistingUploadFileRequest(receiverId: String, receiverType: ReceiverType, parentMessageId: Int) -> UploadFileRequest? {
-        guard userId != nil, let cache = openCache else { return nil }
-        let composer = UploadComposer(receiverId: receiverId, receiverType: receiverType, parentMessageId: parentMessageId)
-        guard let record = try? loadUploadBatch(composer, cache: cache), !record.items.isEmpty else { return nil }
-        return UploadFileRequest(vault: self, receiverId: receiverId, receiverType: receiverType, parentMessageId: parentMessageId,
-                                 files: [], batchId: record.batchId)
-    }
-
     /// A composer's batch, read through the reader once this cache's interrupted uploads were
     /// turned `.failed`.
     func loadUploadBatch(_ composer: UploadComposer, cache: VaultCache) throws -> UploadBatchRecord? {
-        if uploads.state.withLock({ $0.fixedUp != ObjectIdentifier(cache) }) {
+        if state.withLock({ $0.fixedUp != ObjectIdentifier(cache) }) {
             try cache.writer.sync { db in try self.fixUpUploads(cache, db) }
         }
         return try cache.reader.sync { db in try UploadBatchRows.load(composer, in: db) }
@@ -217,7 +201,7 @@ extension OfflineVault {
             attachment = try? WireDecoder(limits: wireLimits, trusted: true).attachment(json, path: "attachment")
             attachment?.localPath = copy
         }
-        let restored = uploads.state.withLock { !$0.addedHere.contains(item.fileId) }
+        let restored = state.withLock { !$0.addedHere.contains(item.fileId) }
         return UploadFileItemStatus(fileId: item.fileId, file: item.state == .uploaded ? nil : URL(fileURLWithPath: item.original),
                                     name: item.name, size: item.size, mime: item.mime, state: item.state, error: item.error,
                                     attachment: attachment, localCopyPath: copy, isRestored: restored)
@@ -231,9 +215,9 @@ extension OfflineVault {
         let directory = cache.directory.path
         let statuses = Dictionary((record?.items ?? []).map { ($0.fileId, uploadStatus($0, directory: directory)) }, uniquingKeysWith: { a, _ in a })
         let active = Set((record?.items ?? []).filter(\.isActive).map(\.fileId))
-        let (notices, done) = uploads.state.withLock { s -> ([(UploadCore.Watcher, UploadFileItemStatus)], [(UploadCore.Watcher, [UploadFileItemStatus])]) in
-            var notices: [(UploadCore.Watcher, UploadFileItemStatus)] = []
-            var done: [(UploadCore.Watcher, [UploadFileItemStatus])] = []
+        let (notices, done) = state.withLock { s -> ([(Watcher, UploadFileItemStatus)], [(Watcher, [UploadFileItemStatus])]) in
+            var notices: [(Watcher, UploadFileItemStatus)] = []
+            var done: [(Watcher, [UploadFileItemStatus])] = []
             for key in s.watchers.keys.sorted() {
                 guard let watcher = s.watchers[key], watcher.batchId == batchId else { continue }
                 for fileId in changed where watcher.fileIds.contains(fileId) {
@@ -255,7 +239,7 @@ extension OfflineVault {
 
     /// Ends the waits on a batch (nil: on every batch) with an error.
     func dropUploadWatchers(batchId: String?, _ error: CometChatException) {
-        let dropped = uploads.state.withLock { s -> [UploadCore.Watcher] in
+        let dropped = state.withLock { s -> [Watcher] in
             let keys = s.watchers.keys.sorted().filter { batchId == nil || s.watchers[$0]?.batchId == batchId }
             return keys.compactMap { s.watchers.removeValue(forKey: $0) }
         }
@@ -272,7 +256,7 @@ extension OfflineVault {
     /// Run at the start of a writer block, outside any transaction.
     func fixUpUploads(_ cache: VaultCache, _ db: Database) throws {
         let id = ObjectIdentifier(cache)
-        guard uploads.state.withLock({ $0.fixedUp != id }) else { return }
+        guard state.withLock({ $0.fixedUp != id }) else { return }
         try db.transaction {
             for var record in try UploadBatchRows.all(in: db) where record.items.contains(where: \.isActive) {
                 for i in record.items.indices where record.items[i].isActive {
@@ -282,13 +266,13 @@ extension OfflineVault {
                 try UploadBatchRows.save(record, in: db)
             }
         }
-        uploads.state.withLock { $0.fixedUp = id }
+        state.withLock { $0.fixedUp = id }
     }
 
     /// A cache became active: interrupted uploads become `.failed`, and copies and media rows of
     /// batches that no longer exist (a crash between a commit and a cleanup) are removed.
-    func uploadsAttached(_ cache: VaultCache) {
-        uploads.admission.async {
+    func attached(_ cache: VaultCache) {
+        admission.async {
             guard let kept = try? cache.writer.sync({ db -> Set<String> in
                 try self.fixUpUploads(cache, db)
                 let owners = Set(try UploadBatchRows.all(in: db).map(\.owner))
@@ -307,8 +291,8 @@ extension OfflineVault {
     }
 
     /// Login or logout: this session's pumps and waits end (the batches stay in the cache).
-    func uploadsDetached() {
-        uploads.state.withLock { s in
+    func detached() {
+        state.withLock { s in
             s.session += 1
             s.pumping = []
             s.again = []
@@ -319,7 +303,7 @@ extension OfflineVault {
     }
 
     /// `clearOfflineCache` ended every batch (its kv rows and the outgoing folder are gone).
-    func uploadsCleared() {
+    func cleared() {
         dropUploadWatchers(batchId: nil, UploadErrors.cleared)
     }
 
@@ -327,7 +311,7 @@ extension OfflineVault {
 
     /// The open cache for an upload operation, or the refusal.
     func uploadCache() throws(CometChatException) -> VaultCache {
-        switch state {
+        switch vaultState {
         case .ready, .plaintextFallback:
             if let cache = openCache { return cache }
             throw UploadErrors.unavailable
@@ -340,7 +324,7 @@ extension OfflineVault {
 
     func onUploadQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            uploads.admission.async { continuation.resume(returning: body()) }
+            admission.async { continuation.resume(returning: body()) }
         }
     }
 
@@ -353,3 +337,20 @@ extension OfflineVault {
     }
 }
 
+extension OfflineVault {
+    /// Re-attaches to the upload batch kept for a composer (`getExistingUploadFileRequest`).
+    /// Returns nil when offline support is not running, nobody is logged in, or no batch was
+    /// kept for that composer. Reads the cache.
+    ///
+    ///     if let request = vault.getExistingUploadFileRequest(receiverId: "bob", receiverType: .user, parentMessageId: 0) {
+    ///         for item in request.getItems() where item.state == .failed { request.retryAttachment(fileId: item.fileId) }
+    ///     }
+    /// - Parameter parentMessageId: 0 for the main composer, the thread parent's id for a thread's.
+    public func getExistingUploadFileRequest(receiverId: String, receiverType: ReceiverType, parentMessageId: Int) -> UploadFileRequest? {
+        guard userId != nil, let cache = uploads.openCache else { return nil }
+        let composer = UploadComposer(receiverId: receiverId, receiverType: receiverType, parentMessageId: parentMessageId)
+        guard let record = try? uploads.loadUploadBatch(composer, cache: cache), !record.items.isEmpty else { return nil }
+        return UploadFileRequest(vault: self, receiverId: receiverId, receiverType: receiverType, parentMessageId: parentMessageId,
+                                 files: [], batchId: record.batchId)
+    }
+}

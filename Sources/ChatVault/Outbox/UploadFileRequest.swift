@@ -161,7 +161,7 @@ public final class UploadFileRequest: Sendable {
                        onComplete: @escaping @Sendable ([UploadFileItemStatus]) -> Void,
                        onError: @escaping @Sendable (CometChatException) -> Void) {
         guard let vault else { return CallbackExecutor.main.execute { onError(UploadErrors.disabled) } }
-        vault.startUpload(self, onItem: onItemStatusChanged, onComplete: onComplete, onError: onError)
+        vault.uploads.startUpload(self, onItem: onItemStatusChanged, onComplete: onComplete, onError: onError)
     }
 
     /// `upload(onItemStatusChanged:onComplete:onError:)` as one call: this call's files once
@@ -180,7 +180,7 @@ public final class UploadFileRequest: Sendable {
     /// the request's batch has ended, when there is none, or when offline support is not
     /// running. Reads the cache.
     public func getItems() -> [UploadFileItemStatus] {
-        vault?.uploadItems(of: self) ?? []
+        vault?.uploads.uploadItems(of: self) ?? []
     }
 
     /// The uploaded files' attachments, in order: what `MediaMessage.attachments` takes.
@@ -205,7 +205,7 @@ public final class UploadFileRequest: Sendable {
     public func retryAttachment(fileId: String, onSuccess: @escaping @Sendable (UploadFileItemStatus) -> Void,
                                 onError: @escaping @Sendable (CometChatException) -> Void) {
         guard let vault else { return CallbackExecutor.main.execute { onError(UploadErrors.disabled) } }
-        vault.retryUpload(self, fileId: fileId, onSuccess: onSuccess, onError: onError)
+        vault.uploads.retryUpload(self, fileId: fileId, onSuccess: onSuccess, onError: onError)
     }
 
     /// `retryAttachment(fileId:onSuccess:onError:)` as one call: the file once uploaded.
@@ -223,7 +223,7 @@ public final class UploadFileRequest: Sendable {
     /// The batch ends with its last file. `ERROR_OFFLINE_MESSAGE_NOT_FOUND` when there is no such file.
     public func remove(fileId: String) async throws(CometChatException) {
         guard let vault else { throw UploadErrors.disabled }
-        try await vault.removeUpload(self, fileId: fileId)
+        try await vault.uploads.removeUpload(self, fileId: fileId)
     }
 
     /// `remove(fileId:)` with closures: `onSuccess` once the file left the batch, `onError` with
@@ -246,7 +246,7 @@ public final class UploadFileRequest: Sendable {
     /// `ERROR_OFFLINE_MESSAGE_NOT_FOUND` when the batch already ended.
     public func clear() async throws(CometChatException) {
         guard let vault else { throw UploadErrors.disabled }
-        try await vault.clearUploads(self)
+        try await vault.uploads.clearUploads(self)
     }
 
     /// `clear()` with closures: `onSuccess` once the batch ended, `onError` with

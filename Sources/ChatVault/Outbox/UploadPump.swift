@@ -4,7 +4,7 @@ import VaultStore
 
 /// Upload batches: admitting a composer's files (private copies, the batch record) and the pump
 /// that uploads them one at a time, in order.
-extension OfflineVault {
+extension UploadEngine {
     // MARK: - Adding files
 
     func startUpload(_ request: UploadFileRequest, onItem: @escaping @Sendable (UploadFileItemStatus) -> Void,
@@ -20,13 +20,13 @@ extension OfflineVault {
         }
         guard composer.parentMessageId >= 0 else { return executor.execute { onError(UploadErrors.invalid("the parent message id is negative")) } }
         guard !files.isEmpty else { return executor.execute { onError(UploadErrors.invalid("there are no files")) } }
-        let watcher = UploadCore.Watcher(batchId: "", fileIds: [], onItem: onItem, onDone: onComplete, onError: onError)
-        uploads.admission.async { self.admitUploads(request, files: files, watcher: watcher) }
+        let watcher = Watcher(batchId: "", fileIds: [], onItem: onItem, onDone: onComplete, onError: onError)
+        admission.async { self.admitUploads(request, files: files, watcher: watcher) }
     }
 
     /// Copies the files, then commits them to the composer's batch in one transaction (the byte
     /// budget per file), then reports them and starts the uploads. On the admission queue.
-    func admitUploads(_ request: UploadFileRequest, files: [URL], watcher template: UploadCore.Watcher) {
+    func admitUploads(_ request: UploadFileRequest, files: [URL], watcher template: Watcher) {
         let executor = settings.callbackExecutor
         let composer = request.composer
         let cache: VaultCache
@@ -126,9 +126,9 @@ extension OfflineVault {
                     return (record, remove)
                 }
                 // Registered before any pump can claim these files (claims run on this queue).
-                self.uploads.state.withLock { s in
+                self.state.withLock { s in
                     s.addedHere.formUnion(ids)
-                    s.watchers[s.nextWatcher] = UploadCore.Watcher(batchId: batchId, fileIds: ids, onItem: template.onItem,
+                    s.watchers[s.nextWatcher] = Watcher(batchId: batchId, fileIds: ids, onItem: template.onItem,
                                                                    onDone: template.onDone, onError: template.onError)
                     s.nextWatcher += 1
                 }
@@ -150,7 +150,7 @@ extension OfflineVault {
     /// Starts uploading a batch's queued files unless that is already running (then it goes
     /// over the batch again when done).
     func requestUploadPump(_ batchId: String, _ composer: UploadComposer, cache: VaultCache) {
-        guard let session = uploads.state.withLock({ s -> Int? in
+        guard let session = state.withLock({ s -> Int? in
             if s.pumping.contains(batchId) {
                 s.again.insert(batchId)
                 return nil
@@ -161,7 +161,7 @@ extension OfflineVault {
         Task.detached {
             while true {
                 await self.uploadQueued(batchId, composer, cache: cache)
-                let more = self.uploads.state.withLock { s -> Bool in
+                let more = self.state.withLock { s -> Bool in
                     guard s.session == session else { return false }
                     if s.again.remove(batchId) != nil { return true }
                     s.pumping.remove(batchId)
@@ -219,7 +219,7 @@ extension OfflineVault {
                     case .server(let status, let code, _):
                         // A temporary refusal (5xx, 429) may pass on a retry; any other will not.
                         state = error.isTransient ? .failed : .rejected
-                        failure = CometChatException(errorCode: Self.safeCode(code), errorDescription: "The server refused the upload (status \(status)).")
+                        failure = CometChatException(errorCode: OfflineVault.safeCode(code), errorDescription: "The server refused the upload (status \(status)).")
                     }
                 }
             } else {

@@ -130,30 +130,67 @@ package enum Evictor {
     }
 }
 
-extension OfflineVault {
-    /// Runs eviction a moment after writes settle (coalesced: one run per burst of reads).
-    func scheduleEviction() {
-        guard evictionPending.withLock({ pending in
+/// Runs eviction after writes settle: each committed batch of the cache writer schedules a run
+/// (coalesced: one per burst of writes, `VaultSettings.evictionDelay` after the first), on the
+/// writer connection, within the configured limits.
+final class EvictionScheduler: Sendable {
+    private let settings: VaultSettings
+    private let config: OfflineConfig
+    private let openCache: @Sendable () -> VaultCache?
+    /// Told when a run removed whole conversations (their openings went with them).
+    private let conversationsEvicted: @Sendable () -> Void
+    private let pending = Mutex(false)
+
+    init(settings: VaultSettings, config: OfflineConfig, openCache: @escaping @Sendable () -> VaultCache?,
+         conversationsEvicted: @escaping @Sendable () -> Void) {
+        self.settings = settings
+        self.config = config
+        self.openCache = openCache
+        self.conversationsEvicted = conversationsEvicted
+    }
+
+    /// Schedules a run after every batch that wrote something.
+    func subscribe(to writer: CacheWriter) {
+        writer.subscribe { [weak self] committed in
+            guard let self else { return }
+            switch committed {
+            case .realtime(_, let wrote): if wrote { self.schedule() }
+            case .syncPage(let applied): if applied.inserted.count + applied.updated.count > 0 { self.schedule() }
+            case .stored: self.schedule()
+            }
+        }
+    }
+
+    /// Runs eviction a moment after writes settle (coalesced: one run per burst of writes).
+    func schedule() {
+        guard pending.withLock({ pending in
             defer { pending = true }
             return !pending
         }) else { return }
         let delay = settings.evictionDelay
         Task.detached {
             try? await Task.sleep(for: delay)
-            self.evictionPending.withLock { $0 = false }
-            _ = await self.evictNow()
+            self.pending.withLock { $0 = false }
+            _ = await self.runNow()
         }
     }
 
     /// Runs eviction now on the writer connection; nil when no cache is open.
     @discardableResult
-    package func evictNow() async -> Evictor.Report? {
-        guard let cache = openCache else { return nil }
+    func runNow() async -> Evictor.Report? {
+        guard let cache = openCache() else { return nil }
         let config = self.config
         let now = settings.clock()
         let report = try? await cache.writer.run { db in try db.transaction { try Evictor.run(config, now: now, in: db) } }
-        // An evicted conversation's opening went with it: the next open records it again.
-        if let report, report.conversations > 0 { openedConversations.forget() }
+        if let report, report.conversations > 0 { conversationsEvicted() }
         return report
+    }
+}
+
+extension OfflineVault {
+    /// Runs eviction now (for tools and tests); nil when no cache is open.
+    @discardableResult
+    package func evictNow() async -> Evictor.Report? {
+        await eviction.runNow()
     }
 }

@@ -9,8 +9,30 @@ import VaultStore
 /// An event that fails validation is dropped and counted (`droppedEvents`); it never stops the
 /// stream. A failed write (a busy or full disk) leaves the cache as it was; the event is still
 /// delivered (the next read brings the server's version).
+///
+/// It holds what it works with (the cache writer, the media cache that hydrates what it delivers)
+/// and finds the logged-in user and their cache through the closures the vault gives it.
 final class RealtimeIngest: Sendable {
     let listeners = ListenerRegistry<any CometChatMessageDelegate>()
+
+    private let settings: VaultSettings
+    private let wireLimits: WireLimits
+    private let writer: CacheWriter
+    private let media: MediaCache
+    /// The logged-in user, if any.
+    private let user: @Sendable () -> String?
+    /// The open cache when it is this user's.
+    private let cache: @Sendable (_ me: String) -> VaultCache?
+
+    init(settings: VaultSettings, wireLimits: WireLimits, writer: CacheWriter, media: MediaCache,
+         user: @escaping @Sendable () -> String?, cache: @escaping @Sendable (_ me: String) -> VaultCache?) {
+        self.settings = settings
+        self.wireLimits = wireLimits
+        self.writer = writer
+        self.media = media
+        self.user = user
+        self.cache = cache
+    }
 
     private struct State {
         var dropped = 0
@@ -38,65 +60,33 @@ final class RealtimeIngest: Sendable {
     }
 }
 
-extension OfflineVault {
-    /// Events refused by realtime validation (for tests and tools).
-    package var droppedRealtimeEvents: Int { realtime.droppedEvents }
-
+extension RealtimeIngest {
     /// Validates, writes and delivers one realtime event (the link's event loop awaits it).
-    func ingestRealtime(_ event: RealtimeEvent) async {
+    func ingest(_ event: RealtimeEvent) async {
         // Events that reach no logged-in user (after logout) go nowhere.
-        guard let me = userId else { return }
+        guard let me = user() else { return }
         let parsed: RealtimeWire.Parsed
         do {
             guard let p = try RealtimeWire.parse(event, limits: wireLimits) else { return }
             parsed = p
         } catch {
-            realtime.countDropped()
+            countDropped()
             return
         }
-        await incoming.commit(realtime: parsed, me: me, cache: cache(of: me), limits: wireLimits)
+        await writer.commit(realtime: parsed, me: me, cache: cache(me), limits: wireLimits)
         // Counted once its delivery is posted: a test that sees the count and then drains the
         // executor has heard it.
-        realtime.countIngested()
+        countIngested()
     }
 
-    /// What the vault's components do with each committed batch, in this order: media first (a
-    /// delivered message carries its cached bytes' path), then the message listeners and streams,
-    /// then eviction. Called once, from `init`.
-    func subscribeToIncoming() {
-        incoming.subscribe { [weak self] committed in
-            guard let self else { return }
-            switch committed {
-            case .realtime(let parsed, _):
-                switch parsed {
-                case .received(_, let m):
-                    self.media.hydrate([m])
-                    self.media.autoDownload([m])
-                case .edited(_, let m), .deleted(_, let m):
-                    self.media.hydrate([m])
-                case .reaction(_, let event, _):
-                    if let m = event.message { self.media.hydrate([m]) }
-                case .receipt:
-                    break
-                }
-            case .syncPage, .stored:
-                break // synced messages are hydrated with their delivery (`deliverSynced`); reads hydrate their own
-            }
-        }
-        incoming.subscribe { [weak self] committed in
+    /// Delivers each committed realtime event and sync page to the message listeners and streams.
+    func subscribe(to writer: CacheWriter) {
+        writer.subscribe { [weak self] committed in
             guard let self else { return }
             switch committed {
             case .realtime(let parsed, _): self.deliverRealtime(parsed)
             case .syncPage(let applied): self.deliverSynced(applied.inserted)
             case .stored: break // answers to the app's own calls: no listener event
-            }
-        }
-        incoming.subscribe { [weak self] committed in
-            guard let self else { return }
-            switch committed {
-            case .realtime(_, let wrote): if wrote { self.scheduleEviction() }
-            case .syncPage(let applied): if applied.inserted.count + applied.updated.count > 0 { self.scheduleEviction() }
-            case .stored: self.scheduleEviction()
             }
         }
     }
@@ -108,8 +98,8 @@ extension OfflineVault {
         for m in messages { m.source = .sync }
         // Metadata only: a synced message's bytes download when its chat is opened online.
         media.hydrate(messages)
-        let listeners = realtime.listeners.live()
-        let ingest = realtime
+        let listeners = self.listeners.live()
+        let ingest = self
         settings.callbackExecutor.execute {
             for listener in listeners { Self.tell(listener, .synced(messages)) }
             ingest.yield(.synced(messages))
@@ -117,7 +107,7 @@ extension OfflineVault {
     }
 
     private func deliverRealtime(_ parsed: RealtimeWire.Parsed) {
-        let listeners = realtime.listeners.live()
+        let listeners = self.listeners.live()
         let event: MessageEvent
         switch parsed {
         case .received(_, let m): event = .received(m)
@@ -126,7 +116,7 @@ extension OfflineVault {
         case .reaction(let added, let e, _): event = added ? .reactionAdded(e) : .reactionRemoved(e)
         case .receipt(let r): event = r.receiptType == .read ? .read(r) : .delivered(r)
         }
-        let ingest = realtime
+        let ingest = self
         settings.callbackExecutor.execute {
             for listener in listeners { Self.tell(listener, event) }
             ingest.yield(event)
@@ -151,5 +141,19 @@ extension OfflineVault {
         case .read(let r): listener.onMessagesRead(receipt: r)
         case .synced(let messages): listener.onMessagesSynced(messages)
         }
+    }
+}
+
+extension OfflineVault {
+    /// Events refused by realtime validation (for tests and tools).
+    package var droppedRealtimeEvents: Int { realtime.droppedEvents }
+
+    /// What the vault's components do with each committed batch, in this order: media first (a
+    /// delivered message carries its cached bytes' path), then the message listeners and streams,
+    /// then eviction. Called once, from `init`.
+    func subscribeToIncoming() {
+        media.subscribe(to: incoming)
+        realtime.subscribe(to: incoming)
+        eviction.subscribe(to: incoming)
     }
 }

@@ -17,6 +17,6 @@ extension OfflineVault {
     /// Realtime messages, edits, deletions, reactions and receipts: validated, written to the
     /// cache and delivered to the message listeners by the ingest engine (`RealtimeIngest`).
     func realtimeEvent(_ event: RealtimeEvent) async {
-        await ingestRealtime(event)
+        await realtime.ingest(event)
     }
 }

@@ -84,17 +84,19 @@ public final class OfflineVault: Sendable {
     public let wireLimits: WireLimits
     private let keyStores: [any KeyStore]
     private let resetListeners = ListenerRegistry<any OfflineCacheResetListener>()
-    let session = Mutex(Session())
-    /// An eviction run is scheduled (see `scheduleEviction`).
-    let evictionPending = Mutex(false)
+    /// Who is logged in, their directory, the engine's state and the open cache (components hold
+    /// it to find the user and their cache).
+    let session = VaultSession()
     /// The outbox: admission, passes, failures and notices (the rows are in the cache).
     let outbox: OutboxEngine
-    /// Upload batches' pumps and waits (the batches are in the cache).
-    let uploads = UploadCore()
+    /// Upload batches: admission, pumps, retries and ends (the batches are in the cache).
+    let uploads: UploadEngine
     /// The server session and the realtime connection.
     let link: RealtimeLink
     /// Realtime ingest: validation, message listeners and streams.
-    let realtime = RealtimeIngest()
+    let realtime: RealtimeIngest
+    /// Eviction within the configured limits, after writes settle.
+    let eviction: EvictionScheduler
     /// The one way in: every arriving message is written here and published to the subscribers.
     let incoming = CacheWriter()
     /// The catch-up sync: its sweeps, listeners and streams (the sync point is in the cache).
@@ -111,17 +113,6 @@ public final class OfflineVault: Sendable {
     /// Login, logout, retries and clears run one at a time, in order, on this queue.
     let lifecycle = DispatchQueue(label: "chatvault.lifecycle")
 
-    struct Session {
-        var userId: String?
-        var directory: CacheDirectory?
-        var state: OfflineState = .loggedOut
-        var cache: VaultCache?
-        /// Bumped by every login and logout: stale timers and deliveries check it.
-        var generation = 0
-        var attempts = 0
-        /// Bumped whenever a retry is scheduled or made on demand: only the newest timer fires.
-        var retryToken = 0
-    }
 
     /// Creates the engine. Nothing is opened until `login`.
     /// - Parameter backend: the server; without one the engine behaves as if always offline.
@@ -142,6 +133,13 @@ public final class OfflineVault: Sendable {
         keyStores = settings.makeKeyStores()
         media = MediaCache(settings: settings, config: config, backend: backend)
         link = RealtimeLink(backend: backend, settings: settings)
+        let session = self.session
+        realtime = RealtimeIngest(settings: settings, wireLimits: wireLimits, writer: incoming, media: media,
+                                  user: { session.userId }, cache: { session.openCache(of: $0) })
+        let opened = openedConversations
+        // An evicted conversation's opening went with it: the next open records it again.
+        eviction = EvictionScheduler(settings: settings, config: config, openCache: { session.openCache }, conversationsEvicted: { opened.forget() })
+        uploads = UploadEngine(backend: backend, settings: settings, config: config, wireLimits: wireLimits, media: media)
         outbox = OutboxEngine(backend: backend, settings: settings, config: config, wireLimits: wireLimits,
                               writer: incoming, media: media, link: link)
         sync = SyncEngine(backend: backend, settings: settings, wireLimits: wireLimits, writer: incoming, outbox: outbox)
@@ -156,16 +154,18 @@ public final class OfflineVault: Sendable {
             cache: { [weak self] me in self?.openCache(of: me) },
             active: { [weak self] in self?.isOfflineEnabled() ?? false },
             refreshBlockedUsers: { [weak self] in _ = await self?.refreshBlockedUsers() },
-            scheduleEviction: { [weak self] in self?.scheduleEviction() },
+            scheduleEviction: { [weak self] in self?.eviction.schedule() },
             discarded: { [weak self] row, cache in
                 OutgoingCopies.remove(localId: row.localId, in: cache.directory)
                 self?.outbox.report(row, failed: .discarded, OutboxEngine.exception(for: .discarded), final: true)
             }))
+        uploads.bind(UploadEngine.Ports(vaultState: { [weak self] in self?.state ?? .loggedOut },
+                                        openCache: { [weak self] in self?.openCache }))
         outbox.bind(OutboxEngine.Ports(
             openCache: { [weak self] in self?.openCache },
             userId: { [weak self] in self?.userId },
             directory: { [weak self] in self?.cacheDirectory },
-            sent: { [weak self] wire, messageId in self?.uploadsSent(wire, messageId: messageId) },
+            sent: { [weak self] wire, messageId in self?.uploads.sent(wire, messageId: messageId) },
             alreadyStable: { [weak self] in self?.connectionBecameStable() }))
         link.bind(RealtimeLink.Ports(
             openCache: { [weak self] in self?.openCache },
@@ -206,7 +206,7 @@ public final class OfflineVault: Sendable {
             // The server session and the realtime connection start beside the cache; offline
             // they are retried with backoff while reads fall back to the cache.
             self.outbox.detached()
-            self.uploadsDetached()
+            self.uploads.detached()
             self.sync.detached()
             self.media.detached()
             self.link.start(userId: userId)
@@ -219,7 +219,7 @@ public final class OfflineVault: Sendable {
     public func logout() async {
         link.stop()
         outbox.detached()
-        uploadsDetached()
+        uploads.detached()
         sync.detached()
         media.detached()
         await backend.logout()
@@ -255,14 +255,14 @@ public final class OfflineVault: Sendable {
     public var state: OfflineState { session.withLock { $0.state } }
 
     /// The logged-in user, if any.
-    public var userId: String? { session.withLock { $0.userId } }
+    public var userId: String? { session.userId }
 
     /// The open cache (for the CLI's audit and the package's tests).
-    package var openCache: VaultCache? { session.withLock { $0.state.isOfflineActive ? $0.cache : nil } }
+    package var openCache: VaultCache? { session.openCache }
 
     /// The open cache when it is `me`'s (the session's user and its cache, read together).
     func openCache(of me: String) -> VaultCache? {
-        session.withLock { $0.state.isOfflineActive && $0.userId == me ? $0.cache : nil }
+        session.openCache(of: me)
     }
 
     /// The logged-in user's cache directory.
@@ -335,7 +335,7 @@ public final class OfflineVault: Sendable {
                     }
                     try? cache.writer.sync { db in try AuditJournal.append([AuditEntry(kind: .cleared, cacheId: cache.cacheId)], in: db) }
                     if let unsent { self.outbox.cleared(unsent.0, inFlight: unsent.1) }
-                    self.uploadsCleared()
+                    self.uploads.cleared()
                     self.sync.cleared()
                     // A new media key (the old one went with `kv`), no views of wiped files.
                     self.media.attached(cache)
@@ -472,7 +472,7 @@ public final class OfflineVault: Sendable {
             if checking, let cache = report.cache { self.checkInBackground(cache, generation: generation) }
             if newState.isOfflineActive, let cache = report.cache {
                 self.outbox.attached(cache)
-                self.uploadsAttached(cache)
+                self.uploads.attached(cache)
                 // Old quarantine entries (and their key items: maybe D-Bus calls) go after ready:
                 // nothing of it is needed to serve. Stops once the cache closes.
                 DispatchQueue.global(qos: .utility).async { cache.pruneQuarantine(configuration) }
