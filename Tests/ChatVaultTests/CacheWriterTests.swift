@@ -76,6 +76,8 @@ final class CacheWriterTests: XCTestCase, Polling {
                 line = "page \(applied.inserted.map(\.id))"
             case .stored(let messages):
                 line = "stored \(messages.map(\.id))"
+            case .removed(let ids):
+                line = "removed \(ids)"
             }
             seen.withLock { $0.append(line) }
         }
@@ -116,5 +118,41 @@ final class CacheWriterTests: XCTestCase, Polling {
         let id = try XCTUnwrap(sent.withLock { $0 })
         try await waitUntil("the acknowledgement published") { stored.withLock { $0 }.contains { $0 == [id] } }
         XCTAssertFalse(stored.withLock { $0 }.contains([-1]), "nothing published before its commit")
+    }
+
+    /// A read that finds a cached message gone from the server (its page's reconcile, a lookup's
+    /// 404) removes it and publishes the removal, after the commit, once: what an index of the
+    /// cache (the search index) must drop.
+    func testRemovalsByReadsArePublishedAfterTheirCommit() async throws {
+        let h = try ReadHarness()
+        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 6))
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 30) }.fetchPrevious()
+        let cache = try XCTUnwrap(h.vault.openCache)
+        let removed = Mutex<[[Int]]>([])
+        h.vault.incoming.subscribe { committed in
+            guard case .removed(let gone) = committed else { return }
+            // Committed already: none of them is still cached.
+            let stillCached = gone.contains { id in
+                ((try? cache.reader.sync { db in try db.scalarInt("SELECT count(*) FROM messages WHERE server_id = ?", .int(Int64(id.rawValue))) }) ?? nil) != 0
+            }
+            removed.withLock { $0.append(stillCached ? [-1] : gone.map(\.rawValue)) }
+        }
+        // The server's page no longer holds ids[2].
+        let goneFromPage = ids[2]
+        h.client.failNext(.messages, with: .page { page in
+            WirePage(items: page.items.filter { $0["id"]?.intValue != Int64(goneFromPage) }, nextCursor: page.nextCursor)
+        })
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 30) }.fetchPrevious()
+        XCTAssertEqual(removed.withLock { $0 }, [[goneFromPage]])
+        // A page that removes nothing publishes no removal (it brings ids[2] back: only the
+        // first page hid it).
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 30) }.fetchPrevious()
+        XCTAssertEqual(removed.withLock { $0 }, [[goneFromPage]])
+        // A lookup the server answers 404.
+        h.client.failNext(.message, with: .status(404, code: "ERR_NOT_FOUND"))
+        _ = await h.vault.getMessageDetails(ids[0])
+        XCTAssertEqual(removed.withLock { $0 }, [[goneFromPage], [ids[0]]])
+        XCTAssertEqual(try h.cachedIds("alice_user_bob"), Array(ids.dropFirst()))
     }
 }

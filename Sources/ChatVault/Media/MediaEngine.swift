@@ -43,23 +43,19 @@ final class MediaCache: Sendable {
     let settings: VaultSettings
     let config: OfflineConfig
     let backend: any ChatBackend
-    /// The logged-in user and their cache while offline support is active (the vault's session).
-    private let session = Mutex<(@Sendable () -> (me: String, cache: VaultCache)?)?>(nil)
+    /// The vault's session: whom the media cache serves, and their cache.
+    private let session: VaultSession
 
-    init(settings: VaultSettings, config: OfflineConfig, backend: any ChatBackend) {
+    init(settings: VaultSettings, config: OfflineConfig, backend: any ChatBackend, session: VaultSession) {
         self.settings = settings
         self.config = config
         self.backend = backend
-    }
-
-    /// Binds the session it serves (once, by the vault that owns it).
-    func bind(session: @escaping @Sendable () -> (me: String, cache: VaultCache)?) {
-        self.session.withLock { $0 = session }
+        self.session = session
     }
 
     /// The logged-in user and their open cache, while offline support is active.
     func current() -> (me: String, cache: VaultCache)? {
-        session.withLock { $0 }?()
+        session.current
     }
 }
 
@@ -231,7 +227,7 @@ extension MediaCache {
                 case .receipt:
                     break
                 }
-            case .syncPage, .stored:
+            case .syncPage, .stored, .removed:
                 break // synced messages are hydrated with their delivery (`deliverSynced`); reads hydrate their own
             }
         }

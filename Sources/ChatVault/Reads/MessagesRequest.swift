@@ -269,13 +269,15 @@ public final class MessagesRequest: Sendable {
                 for (value, message) in zip(wire, items) {
                     try MessageWriteBatch.storeServerCopy(value, message, me: context.me, source: .realtime, in: db)
                 }
-                // Reconcile only when the cache can evaluate every filter, and only within the
-                // slice the page covers (from the server's position, not the cache's).
-                guard let filter = CachedMessageFilter(serverQuery, me: context.me),
-                      let start = try Self.startCursor(serverQuery, direction: direction, in: db) else { return }
-                try MessageRows.reconcile(filter, direction: direction, cursor: start.cursor, limit: limit,
-                                          server: items, decoder: context.trustedDecoder, in: db)
             })
+        // Reconcile only when the cache can evaluate every filter, and only within the slice the
+        // page covers (from the server's position, not the cache's).
+        plan.reconcile = { db, items, context in
+            guard let filter = CachedMessageFilter(serverQuery, me: context.me),
+                  let start = try Self.startCursor(serverQuery, direction: direction, in: db) else { return [] }
+            return try MessageRows.reconcile(filter, direction: direction, cursor: start.cursor, limit: limit,
+                                             server: items, decoder: context.trustedDecoder, in: db)
+        }
         plan.downloadsMedia = true
         plan.storedMessages = { $0 }
         let cachedSeen = Mutex<[BaseMessage]>([])

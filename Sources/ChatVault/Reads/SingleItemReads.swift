@@ -79,8 +79,9 @@ struct LookupPlan<Item: Sendable>: Sendable {
     var decode: @Sendable (JSONValue, ReadContext) throws(WireError) -> Item
     /// Writes the validated copy through (on the writer, in one transaction).
     var writeThrough: @Sendable (Database, JSONValue, Item, ReadContext) throws -> Void
-    /// Forgets the cached copy when the server says the item does not exist (404).
-    var forget: @Sendable (Database, ReadContext) throws -> Void
+    /// Forgets the cached copy when the server says the item does not exist (404); returns the
+    /// messages removed (published as `CacheWriter.removed`).
+    var forget: @Sendable (Database, ReadContext) throws -> [MessageID]
     /// The message the written-through item is, if it is one (published as `CacheWriter.stored`).
     var storedMessage: (@Sendable (Item) -> BaseMessage?)?
 }
@@ -206,8 +207,9 @@ extension OfflineVault {
             },
             writeThrough: { db, wire, conversation, _ in try ConversationRows.upsert(wire, conversation, in: db) },
             forget: { db, context in
-                guard let id = ConversationRows.conversationId(with: with, type: type, me: context.me) else { return }
+                guard let id = ConversationRows.conversationId(with: with, type: type, me: context.me) else { return [] }
                 try ConversationRows.remove(id: id, in: db)
+                return []
             })
     }
 
@@ -227,7 +229,10 @@ extension OfflineVault {
             writeThrough: { db, wire, message, context in
                 try MessageWriteBatch.storeServerCopy(wire, message, me: context.me, source: .realtime, in: db)
             },
-            forget: { db, _ in try db.run("DELETE FROM messages WHERE server_id = ?", .int(Int64(messageId))) },
+            forget: { db, _ in
+                try db.run("DELETE FROM messages WHERE server_id = ?", .int(Int64(messageId)))
+                return db.changes > 0 ? [MessageID(messageId)] : []
+            },
             storedMessage: { $0 })
     }
 
@@ -245,7 +250,9 @@ extension OfflineVault {
                 } catch {
                     if case .server(status: 404, code: _, message: _) = error, let cache = self.openCache {
                         let context = self.readContext()
-                        _ = try? await cache.writer.run { db in try plan.forget(db, context) }
+                        if let removed = try? await cache.writer.run({ db in try plan.forget(db, context) }) {
+                            self.incoming.removed(removed)
+                        }
                     }
                     throw error
                 }

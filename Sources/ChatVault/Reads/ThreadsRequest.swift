@@ -158,13 +158,16 @@ public final class ThreadsRequest: Sendable {
                 if serverDone { return }
                 for (value, thread) in zip(wire, items) { try ThreadRows.upsert(value, thread, me: context.me, in: db) }
                 if pageQuery.participatedByMe { try ThreadRows.recordParticipation(items.map(\.parentMessageId), in: db) }
-                let hasMore = more.withLock { $0 }
-                // An empty page that says more follow covers no slice at all.
-                if hasMore && items.isEmpty { return }
-                let end = hasMore ? Self.farEdge(of: items) : nil
-                try ThreadRows.reconcile(ThreadRows.Filter(pageQuery, me: context.me), after: serverStart, through: end,
-                                         keep: Set(items.map(\.parentMessageId)), in: db)
             })
+        plan.reconcile = { db, items, context in
+            if serverDone { return [] }
+            let hasMore = more.withLock { $0 }
+            // An empty page that says more follow covers no slice at all.
+            if hasMore && items.isEmpty { return [] }
+            let end = hasMore ? Self.farEdge(of: items) : nil
+            return try ThreadRows.reconcile(ThreadRows.Filter(pageQuery, me: context.me), after: serverStart, through: end,
+                                            keep: Set(items.map(\.parentMessageId)), in: db)
+        }
         let cachedSeen = Mutex<[MessageThread]>([])
         plan.afterCached = { items in cachedSeen.withLock { $0 = items } }
         plan.storedMessages = { threads in threads.flatMap { [$0.parentMessage] + ($0.lastReply.map { [$0] } ?? []) } }
@@ -322,9 +325,9 @@ enum ThreadRows {
 
     /// A cached thread within the slice (strictly after `start`, up to `end`; nil: to the end)
     /// that the server's page does not hold loses its cached replies in that slice: the server
-    /// says no reply of it is there. Its parent stays.
+    /// says no reply of it is there. Its parent stays. Returns the ids of the replies removed.
     static func reconcile(_ filter: Filter, after start: ThreadCursor?, through end: ThreadCursor?, keep: Set<Int>,
-                          in db: Database) throws {
+                          in db: Database) throws -> [MessageID] {
         let (sql, args) = select(filter, after: start, through: end, limit: nil)
         let stmt = try db.prepare(sql)
         try stmt.bind(args)
@@ -333,17 +336,23 @@ enum ThreadRows {
             let parent = stmt.int(5)
             if !keep.contains(parent) { gone.append((parent, stmt.text(9) ?? "")) }
         }
+        var removed: [MessageID] = []
         for (parent, conversation) in gone {
+            var slice = "conversation_id = ? AND parent_id = ? AND server_id IS NOT NULL"
+            var args: [DatabaseValue] = [.text(conversation), .int(Int64(parent))]
             if let end {
-                try db.run("""
-                    DELETE FROM messages WHERE conversation_id = ? AND parent_id = ? AND server_id IS NOT NULL
-                        AND (sent_at > ? OR (sent_at = ? AND server_id >= ?))
-                    """, .text(conversation), .int(Int64(parent)), .int(Int64(end.lastReplyAt)), .int(Int64(end.lastReplyAt)),
-                    .int(Int64(end.lastReplyId)))
-            } else {
-                try db.run("DELETE FROM messages WHERE conversation_id = ? AND parent_id = ? AND server_id IS NOT NULL",
-                           .text(conversation), .int(Int64(parent)))
+                slice += " AND (sent_at > ? OR (sent_at = ? AND server_id >= ?))"
+                args += [.int(Int64(end.lastReplyAt)), .int(Int64(end.lastReplyAt)), .int(Int64(end.lastReplyId))]
             }
+            // The ids first (this SQLite has no RETURNING): what the writer publishes as removed.
+            let ids = try db.prepare("SELECT server_id FROM messages WHERE \(slice)")
+            try ids.bind(args)
+            while try ids.step() { removed.append(MessageID(Int(truncatingIfNeeded: ids.int64(0)))) }
+            ids.reset()
+            let delete = try db.prepare("DELETE FROM messages WHERE \(slice)")
+            try delete.bind(args)
+            while try delete.step() {}
         }
+        return removed
     }
 }

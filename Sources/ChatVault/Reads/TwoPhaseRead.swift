@@ -85,6 +85,9 @@ struct TwoPhasePlan<Item: Sendable>: Sendable {
     var downloadsMedia = false
     /// The messages among a written-through page's items (published as `CacheWriter.stored`).
     var storedMessages: (@Sendable ([Item]) -> [BaseMessage])?
+    /// Removes, in the write-through's transaction after it, the cached messages of the slice the
+    /// server's page shows are gone; returns their ids (published as `CacheWriter.removed`).
+    var reconcile: (@Sendable (Database, [Item], ReadContext) throws -> [MessageID])?
 }
 
 extension OfflineVault {
@@ -153,10 +156,17 @@ extension OfflineVault {
             let decoded = items
             // A failed write-through (a busy or full disk) leaves the cache as it was; the
             // server's answer is still delivered.
-            let wrote = (try? await cache.writer.run { db in
-                try db.transaction { try write(db, values, decoded, context) }
-            }) != nil
-            if wrote { incoming.stored(plan.storedMessages?(items) ?? []) }
+            let reconcile = plan.reconcile
+            let removed = try? await cache.writer.run { db in
+                try db.transaction { () throws -> [MessageID] in
+                    try write(db, values, decoded, context)
+                    return try reconcile?(db, decoded, context) ?? []
+                }
+            }
+            if let removed {
+                incoming.stored(plan.storedMessages?(items) ?? [])
+                incoming.removed(removed)
+            }
         }
         media.hydrateItems(items)
         if plan.downloadsMedia { media.autoDownload(items.compactMap { $0 as? BaseMessage }) }

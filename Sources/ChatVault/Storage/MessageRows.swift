@@ -298,8 +298,9 @@ package enum MessageRows {
     /// Deletes cached messages the server's page shows no longer exist: within the slice the page
     /// covers (from the request's cursor to the page's far end, or to the end of history when the
     /// page was short), every cached message that matches the same filter and is not in the page.
+    /// Returns the ids removed.
     static func reconcile(_ filter: CachedMessageFilter, direction: PageDirection, cursor: MessageCursor?, limit: Int,
-                          server: [BaseMessage], decoder: WireDecoder, in db: Database) throws {
+                          server: [BaseMessage], decoder: WireDecoder, in db: Database) throws -> [MessageID] {
         let keep = Set(server.map(\.id))
         let full = server.count >= limit
         let older = direction == .previous
@@ -324,6 +325,7 @@ package enum MessageRows {
             gone.append(Int64(id))
         }
         for id in gone { try db.run("DELETE FROM messages WHERE server_id = ?", .int(id)) }
+        return gone.map { MessageID(Int(truncatingIfNeeded: $0)) }
     }
 
     /// The cached message with this server id.

@@ -13,6 +13,7 @@ import VaultStore
 ///     writer.subscribe { committed in … }                  // at start, in the order they run
 ///     await writer.commit(realtime: parsed, me: me, cache: cache, limits: limits)
 ///     let applied = try await writer.commit(page: page, …)
+///     writer.stored(serverCopies); writer.removed(gone)    // after a read's own transaction
 final class CacheWriter: Sendable {
     /// A batch as committed.
     enum Committed: @unchecked Sendable {
@@ -25,6 +26,9 @@ final class CacheWriter: Sendable {
         /// their own transaction, through `MessageWriteBatch.storeServerCopy`); empty for a
         /// write-through of other entities (conversations, users, groups).
         case stored([BaseMessage])
+        /// Cached messages a read removed because the server no longer has them (a page's
+        /// reconcile, a thread's, a lookup answered 404), committed by the read's transaction.
+        case removed([MessageID])
     }
 
     private let subscribers = Mutex<[@Sendable (Committed) -> Void]>([])
@@ -41,6 +45,12 @@ final class CacheWriter: Sendable {
     /// Publishes server copies a read, an acknowledgement or an edit committed.
     func stored(_ messages: [BaseMessage]) {
         publish(.stored(messages))
+    }
+
+    /// Publishes the messages a read's transaction removed (nothing when none).
+    func removed(_ ids: [MessageID]) {
+        guard !ids.isEmpty else { return }
+        publish(.removed(ids))
     }
 
     /// Writes a validated realtime event (when a cache is open), then publishes it.
