@@ -34,7 +34,7 @@ struct RetryWaiter: Sendable {
 ///
 /// It holds what it works with (the backend, the settings, the cache writer that publishes sent
 /// messages, the media cache for outgoing copies, the realtime link it reports a dead connection
-/// to) and reaches the vault only through `OutboxEngine.Ports`, bound once:
+/// to) and finds the user and their cache through the vault's session:
 ///
 ///     outbox.enqueueAdmission(admission)      // a send, validated by the vault's facade
 ///     outbox.requestPass(all: true)           // the reconnect flush
@@ -65,22 +65,6 @@ final class OutboxEngine: Sendable {
         var session = 0
     }
 
-    /// What the outbox needs from the vault, as closures bound once.
-    struct Ports: Sendable {
-        /// The open cache (offline support running), if any.
-        var openCache: @Sendable () -> VaultCache?
-        /// The logged-in user, if any.
-        var userId: @Sendable () -> String?
-        /// The logged-in user's cache directory (where outgoing copies live).
-        var directory: @Sendable () -> CacheDirectory?
-        /// A send was acknowledged (`uploadBatches` mark their items sent).
-        var sent: @Sendable (_ wire: JSONValue, _ messageId: Int) -> Void
-        /// An attach found the connection already stable: flush and catch up as a reconnect does.
-        var alreadyStable: @Sendable () -> Void
-
-        static let unbound = Ports(openCache: { nil }, userId: { nil }, directory: { nil }, sent: { _, _ in }, alreadyStable: {})
-    }
-
     let state = Mutex(State())
     let listeners = ListenerRegistry<any OutboxListener>()
     /// The crash tests' seam (`OfflineVault.setOutboxNoticeHook`).
@@ -95,10 +79,13 @@ final class OutboxEngine: Sendable {
     private let writer: CacheWriter
     let media: MediaCache
     private let link: RealtimeLink
-    private let boundPorts = Mutex(Ports.unbound)
+    private let uploads: UploadEngine
+    private let session: VaultSession
+    /// An attach found the connection already stable: flush and catch up as a reconnect does.
+    private let alreadyStable = Mutex<@Sendable () -> Void>({})
 
     init(backend: any ChatBackend, settings: VaultSettings, config: OfflineConfig, wireLimits: WireLimits,
-         writer: CacheWriter, media: MediaCache, link: RealtimeLink) {
+         writer: CacheWriter, media: MediaCache, link: RealtimeLink, uploads: UploadEngine, session: VaultSession) {
         self.backend = backend
         self.settings = settings
         self.config = config
@@ -106,16 +93,18 @@ final class OutboxEngine: Sendable {
         self.writer = writer
         self.media = media
         self.link = link
+        self.uploads = uploads
+        self.session = session
     }
 
-    /// Connects the outbox to its vault (once, at the vault's creation).
-    func bind(_ ports: Ports) {
-        boundPorts.withLock { $0 = ports }
+    /// Connects the outbox to its vault (once, at the vault's creation): what a reconnect does
+    /// (flush, then catch up) when an attach finds the connection already stable.
+    func bind(alreadyStable hook: @escaping @Sendable () -> Void) {
+        alreadyStable.withLock { $0 = hook }
     }
 
-    var ports: Ports { boundPorts.withLock { $0 } }
-    var openCache: VaultCache? { ports.openCache() }
-    var userId: String? { ports.userId() }
+    var openCache: VaultCache? { session.openCache }
+    var userId: String? { session.userId }
 }
 
 /// Automatic attempts that get no answer before a queued message fails `.transient`.
@@ -464,7 +453,7 @@ extension OutboxEngine {
         media.adoptOutgoingCopies(row, message: message, cache: cache)
         OutgoingCopies.remove(localId: localId, in: cache.directory)
         media.removeCopyViews(folder: "outgoing/\(localId)")
-        ports.sent(row.messageToSend, message.id)
+        uploads.sent(row.messageToSend, messageId: message.id)
         writer.stored([message])
         reportSent(row, message)
         return .sent
@@ -596,7 +585,7 @@ extension OutboxEngine {
     /// `localPath`, the status given.
     func pendingMessage(_ row: OutboxRow, status: MessageStatus) -> BaseMessage? {
         guard case .object(var fields) = row.message else { return nil }
-        let directory = ports.directory()?.path ?? ""
+        let directory = session.directory?.path ?? ""
         // Where an app can open each copy (its view when encrypted).
         let paths = row.files.map { media.plaintextCopyPath($0.relativePath, root: directory) ?? directory + "/" + $0.relativePath }
         fields["id"] = .int(0)
@@ -674,7 +663,7 @@ extension OutboxEngine {
                                     state: .pending, failureReason: nil, attempts: 0, createdAt: 0, message: .null, senderUid: "", files: [])
                 self.report(row, failed: .discarded, Self.exception(for: .discarded), final: true)
             }
-            if self.link.isStable { self.ports.alreadyStable() }
+            if self.link.isStable { self.alreadyStable.withLock { $0 }() }
         }
     }
 
@@ -696,5 +685,12 @@ extension OutboxEngine {
         for row in rows where !inFlight.contains(row.localId) {
             report(row, failed: .discarded, Self.exception(for: .discarded), final: true)
         }
+    }
+
+    /// A queued message the catch-up log made pointless (its server copy arrived while it
+    /// waited; the row is gone): its copies go and it is reported `.discarded`.
+    func discardedBySync(_ row: OutboxRow, cache: VaultCache) {
+        OutgoingCopies.remove(localId: row.localId, in: cache.directory)
+        report(row, failed: .discarded, Self.exception(for: .discarded), final: true)
     }
 }

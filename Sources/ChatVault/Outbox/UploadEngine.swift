@@ -6,7 +6,7 @@ import VaultStore
 /// removals and ends, reads and reports, the lifecycle hooks. The batches themselves are `kv` rows
 /// in the cache (`UploadBatchRows`); this engine holds the pumps, the watchers and the queue that
 /// orders structural changes, with what it works with (the backend, the media cache for the copies'
-/// encryption) and the vault reached through `UploadEngine.Ports`.
+/// encryption) and the vault's session to find the open cache.
 final class UploadEngine: Sendable {
     /// Someone waiting for files to settle: an `upload` call or a `retryAttachment`.
     struct Watcher: Sendable {
@@ -36,36 +36,24 @@ final class UploadEngine: Sendable {
     /// in call order, so copies are never written into a folder being deleted.
     let admission = DispatchQueue(label: "chatvault.uploads.admission")
 
-    /// What the uploads need from the vault, as closures bound once.
-    struct Ports: Sendable {
-        /// The engine's state (an upload refuses when offline support is not running).
-        var vaultState: @Sendable () -> OfflineState
-        /// The open cache, if any.
-        var openCache: @Sendable () -> VaultCache?
-
-        static let unbound = Ports(vaultState: { .loggedOut }, openCache: { nil })
-    }
-
     let backend: any ChatBackend
     let settings: VaultSettings
     let config: OfflineConfig
     let wireLimits: WireLimits
     let media: MediaCache
-    private let boundPorts = Mutex(Ports.unbound)
+    /// The vault's session: the engine's state and the open cache.
+    private let session: VaultSession
 
-    init(backend: any ChatBackend, settings: VaultSettings, config: OfflineConfig, wireLimits: WireLimits, media: MediaCache) {
+    init(backend: any ChatBackend, settings: VaultSettings, config: OfflineConfig, wireLimits: WireLimits, media: MediaCache,
+         session: VaultSession) {
         self.backend = backend
         self.settings = settings
         self.config = config
         self.wireLimits = wireLimits
         self.media = media
+        self.session = session
     }
 
-    /// Connects the uploads to their vault (once, at the vault's creation).
-    func bind(_ ports: Ports) {
-        boundPorts.withLock { $0 = ports }
-    }
-
-    var openCache: VaultCache? { boundPorts.withLock { $0 }.openCache() }
-    var vaultState: OfflineState { boundPorts.withLock { $0 }.vaultState() }
+    var openCache: VaultCache? { session.openCache }
+    var vaultState: OfflineState { session.offlineState }
 }

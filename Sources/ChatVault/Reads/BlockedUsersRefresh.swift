@@ -4,7 +4,17 @@ import VaultStore
 /// Keeps the SDK's own blocked-users list (`blocked_users`, the cached page of
 /// `BlockedUserRequest`) in step with the server: replaced at login and on each catch-up sync,
 /// from every page of the users the logged-in user blocked.
-extension OfflineVault {
+final class BlockedUsersRefresh: Sendable {
+    private let backend: any ChatBackend
+    private let wireLimits: WireLimits
+    private let session: VaultSession
+
+    init(backend: any ChatBackend, wireLimits: WireLimits, session: VaultSession) {
+        self.backend = backend
+        self.wireLimits = wireLimits
+        self.session = session
+    }
+
     /// Pages asked for while refreshing: 1000 pages of 100 users. A server still paging beyond
     /// that (or handing back a cursor it gave before) is not trusted, and the old list stays.
     static let blockedRefreshPageLimit = 1000
@@ -12,14 +22,14 @@ extension OfflineVault {
     /// At login: the server session starts beside the cache open (see `login(userId:)`), so this
     /// waits for the open to settle, then refreshes. If the cache is not open by then (offline
     /// support unavailable), the list is left as it was until the next login or sync.
-    func refreshBlockedUsersAtLogin() async {
-        guard let me = userId else { return }
+    func refreshAtLogin() async {
+        guard let me = session.userId else { return }
         let deadline = ContinuousClock.now + .seconds(120)
-        while userId == me, state == .opening, ContinuousClock.now < deadline {
+        while session.userId == me, session.offlineState == .opening, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(2))
         }
-        guard userId == me else { return }
-        await refreshBlockedUsers()
+        guard session.userId == me else { return }
+        await refresh()
     }
 
     /// Replaces the cached blocked-users list with the server's, all pages of direction `.byMe`,
@@ -30,9 +40,9 @@ extension OfflineVault {
     /// The catch-up sync calls this after each sweep.
     /// - Returns: whether the list was replaced.
     @discardableResult
-    func refreshBlockedUsers() async -> Bool {
+    func refresh() async -> Bool {
         for _ in 0..<3 {
-            guard let me = userId, let cache = cache(of: me) else { return false }
+            guard let me = session.userId, let cache = session.openCache(of: me) else { return false }
             guard let revision = try? await cache.writer.run({ db in try BlockedUserRows.revision(db) }) else { return false }
             guard let rows = await fetchBlockedByMe() else { return false }
             let replaced = try? await cache.writer.run { db in
@@ -46,14 +56,6 @@ extension OfflineVault {
             if replaced { return true }
         }
         return false
-    }
-
-    /// The open cache, only if it is `me`'s (a login as someone else may have happened while a
-    /// call was out).
-    func cache(of me: String) -> VaultCache? {
-        // The session holds the user and the cache opened for that user together; reading both
-        // under one lock is the check (deriving the account again would hash on every read).
-        openCache(of: me)
     }
 
     /// Every page of the users the logged-in user blocked, validated; nil on any failure.
@@ -76,5 +78,21 @@ extension OfflineVault {
             query.cursor = next
         }
         return nil
+    }
+}
+
+extension OfflineVault {
+    /// The open cache, only if it is `me`'s (a login as someone else may have happened while a
+    /// call was out).
+    func cache(of me: String) -> VaultCache? {
+        // The session holds the user and the cache opened for that user together; reading both
+        // under one lock is the check (deriving the account again would hash on every read).
+        openCache(of: me)
+    }
+
+    /// Replaces the cached blocked-users list with the server's (see `BlockedUsersRefresh.refresh`).
+    @discardableResult
+    func refreshBlockedUsers() async -> Bool {
+        await blockedUsers.refresh()
     }
 }

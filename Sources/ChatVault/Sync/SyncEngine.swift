@@ -11,11 +11,12 @@ import VaultStore
 /// transaction as the page's rows). Sweeps run one at a time; a request while one runs queues at
 /// most one follow-up.
 ///
-/// The engine holds what it works with (the backend, the cache writer, the outbox's live state)
-/// and reaches the rest of the vault only through `SyncEngine.Ports`, bound once by the vault:
+/// The engine holds what it works with (the backend, the cache writer, the outbox it waits for
+/// and reports discarded sends to, eviction, the blocked-users refresh) and the vault's session to
+/// find the user and their cache; it never reaches the vault itself:
 ///
-///     let sync = SyncEngine(backend: backend, settings: settings, wireLimits: limits, writer: incoming, outbox: outbox)
-///     sync.bind(SyncEngine.Ports(user: …, cache: …, …))
+///     let sync = SyncEngine(backend: backend, settings: settings, wireLimits: limits, writer: incoming,
+///                           outbox: outbox, eviction: eviction, blockedUsers: blocked, session: session)
 ///     sync.attached(cache); sync.requestSweep()
 final class SyncEngine: Sendable {
     struct State {
@@ -38,28 +39,6 @@ final class SyncEngine: Sendable {
         var finishWaiters: [Int: [@Sendable (SyncReport?) -> Void]] = [:]
     }
 
-    /// What a sweep needs from the rest of the engine (the session, the blocked-users list,
-    /// eviction, the outbox's reports), as closures the vault binds once.
-    struct Ports: Sendable {
-        /// The logged-in user, if any.
-        var user: @Sendable () -> String?
-        /// The open cache when it is this user's (a login as someone else may have happened).
-        var cache: @Sendable (_ me: String) -> VaultCache?
-        /// Whether offline support is running.
-        var active: @Sendable () -> Bool
-        /// Replaces the cached blocked-users list with the server's (each sweep).
-        var refreshBlockedUsers: @Sendable () async -> Void
-        /// Schedules an eviction run (each sweep's end).
-        var scheduleEviction: @Sendable () -> Void
-        /// Tells the outbox's listeners about a queued message the log made pointless (its server
-        /// copy arrived while it waited): reported `.discarded`, its row already gone.
-        var discarded: @Sendable (_ row: OutboxRow, _ cache: VaultCache) -> Void
-
-        /// Ports of an engine not bound to a vault: nobody is logged in.
-        static let unbound = Ports(user: { nil }, cache: { _ in nil }, active: { false }, refreshBlockedUsers: {},
-                                   scheduleEviction: {}, discarded: { _, _ in })
-    }
-
     let listeners = ListenerRegistry<any SyncListener>()
     let state = Mutex(State())
 
@@ -69,22 +48,21 @@ final class SyncEngine: Sendable {
     private let wireLimits: WireLimits
     private let writer: CacheWriter
     private let outbox: OutboxEngine
-    private let boundPorts = Mutex(Ports.unbound)
+    private let eviction: EvictionScheduler
+    private let blockedUsers: BlockedUsersRefresh
+    private let session: VaultSession
 
-    init(backend: any ChatBackend, settings: VaultSettings, wireLimits: WireLimits, writer: CacheWriter, outbox: OutboxEngine) {
+    init(backend: any ChatBackend, settings: VaultSettings, wireLimits: WireLimits, writer: CacheWriter, outbox: OutboxEngine,
+         eviction: EvictionScheduler, blockedUsers: BlockedUsersRefresh, session: VaultSession) {
         self.backend = backend
         self.settings = settings
         self.wireLimits = wireLimits
         self.writer = writer
         self.outbox = outbox
+        self.eviction = eviction
+        self.blockedUsers = blockedUsers
+        self.session = session
     }
-
-    /// Connects the engine to its vault (once, at the vault's creation).
-    func bind(_ ports: Ports) {
-        boundPorts.withLock { $0 = ports }
-    }
-
-    private var ports: Ports { boundPorts.withLock { $0 } }
 
     func stream() -> AsyncStream<SyncEvent> {
         streams.make()
@@ -149,8 +127,8 @@ extension SyncEngine {
     /// Why `forceSyncNow` would not start a sweep now; nil: it started one.
     /// - Parameter waiter: told the report of the sweep this starts (not called on a refusal).
     func forceSweep(waiter: (@Sendable (SyncReport?) -> Void)? = nil) -> CometChatException? {
-        guard ports.user() != nil else { return CometChatException(.userNotLoggedIn, "Nobody is logged in.") }
-        guard ports.active() else { return CometChatException(.offlineDisabled, "Offline support is not active.") }
+        guard session.userId != nil else { return CometChatException(.userNotLoggedIn, "Nobody is logged in.") }
+        guard session.isActive else { return CometChatException(.offlineDisabled, "Offline support is not active.") }
         let cooldown = settings.sync.forceCooldown
         let refusal = state.withLock { s -> CometChatException? in
             if s.running { return CometChatException(.offlineSyncInProgress, "A catch-up sync is already running.") }
@@ -223,7 +201,7 @@ extension SyncEngine {
     }
 
     private func isCurrent(_ context: SweepContext) -> Bool {
-        state.withLock { $0.generation == context.generation } && ports.cache(context.me) === context.cache
+        state.withLock { $0.generation == context.generation } && session.openCache(of: context.me) === context.cache
     }
 
     /// One sweep: the flush first (a reconnect's), then the two phases. nil when there was no
@@ -231,8 +209,7 @@ extension SyncEngine {
     private func sweep() async -> SyncReport? {
         // A reconnect's flush (or any pass running now) goes first; returns at once when none runs.
         await waitForOutboxPass(atMost: settings.sync.flushWait)
-        let ports = self.ports
-        guard let me = ports.user(), let cache = ports.cache(me) else { return nil }
+        guard let me = session.userId, let cache = session.openCache(of: me) else { return nil }
         let context = SweepContext(me: me, cache: cache, generation: state.withLock { $0.generation })
         let started = Int64(settings.clock().timeIntervalSince1970)
         _ = try? await cache.writer.run { db in try SyncStateRows.recordAttempt(at: started, in: db) }
@@ -244,7 +221,7 @@ extension SyncEngine {
         case .failure(let error): tell(.conversationSyncError(error))
         }
         // The SDK's blocked-users list is refreshed on each sweep (and at login).
-        if isCurrent(context) { await ports.refreshBlockedUsers() }
+        if isCurrent(context) { await blockedUsers.refresh() }
 
         tell(.messageSyncStarted)
         let messages = await syncMessages(context)
@@ -252,7 +229,7 @@ extension SyncEngine {
         case .success(let outcome): tell(.messageSyncCompleted(messages.messages, outcome))
         case .failure(let error): tell(.messageSyncError(error))
         }
-        ports.scheduleEviction()
+        eviction.schedule()
         let report = SyncReport(conversations: try? conversations.get(), conversationError: conversations.error,
                                 messages: messages.messages, newMessageCount: messages.newCount, outcome: try? messages.outcome.get(),
                                 messageError: messages.outcome.error, droppedChanges: messages.dropped,
@@ -453,8 +430,7 @@ extension SyncEngine {
             if page.nextToken != token { phase.progressed = true }
             token = page.nextToken
             state.withLock { $0.lastSyncAt = SyncStateRows.clampedTime(page.serverTime) }
-            let discarded = ports.discarded
-            for row in applied.discarded { discarded(row, cache) }
+            for row in applied.discarded { outbox.discardedBySync(row, cache: cache) }
             // Delivered to the message listeners, hydrated and evicted by the writer's subscribers.
             phase.newCount += applied.inserted.count
             phase.add(applied.inserted)

@@ -3,7 +3,7 @@
 /// fresh at login hooks in here), each realtime event, and a connection that has held.
 extension OfflineVault {
     func sessionStarted() async {
-        await refreshBlockedUsersAtLogin()
+        await blockedUsers.refreshAtLogin()
     }
 
     /// The connection has held: flush the outbox (when auto-send is on), then catch up (the
@@ -14,9 +14,4 @@ extension OfflineVault {
         if openCache != nil { sync.requestSweep() }
     }
 
-    /// Realtime messages, edits, deletions, reactions and receipts: validated, written to the
-    /// cache and delivered to the message listeners by the ingest engine (`RealtimeIngest`).
-    func realtimeEvent(_ event: RealtimeEvent) async {
-        await realtime.ingest(event)
-    }
 }

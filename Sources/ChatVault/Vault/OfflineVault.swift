@@ -97,6 +97,8 @@ public final class OfflineVault: Sendable {
     let realtime: RealtimeIngest
     /// Eviction within the configured limits, after writes settle.
     let eviction: EvictionScheduler
+    /// The SDK's blocked-users list, refreshed at login and each sweep.
+    let blockedUsers: BlockedUsersRefresh
     /// The one way in: every arriving message is written here and published to the subscribers.
     let incoming = CacheWriter()
     /// The catch-up sync: its sweeps, listeners and streams (the sync point is in the cache).
@@ -131,46 +133,24 @@ public final class OfflineVault: Sendable {
         self.backend = backend
         self.wireLimits = wireLimits
         keyStores = settings.makeKeyStores()
-        media = MediaCache(settings: settings, config: config, backend: backend)
-        link = RealtimeLink(backend: backend, settings: settings)
         let session = self.session
+        media = MediaCache(settings: settings, config: config, backend: backend, session: session)
+        link = RealtimeLink(backend: backend, settings: settings, session: session)
         realtime = RealtimeIngest(settings: settings, wireLimits: wireLimits, writer: incoming, media: media,
                                   user: { session.userId }, cache: { session.openCache(of: $0) })
         let opened = openedConversations
         // An evicted conversation's opening went with it: the next open records it again.
         eviction = EvictionScheduler(settings: settings, config: config, openCache: { session.openCache }, conversationsEvicted: { opened.forget() })
-        uploads = UploadEngine(backend: backend, settings: settings, config: config, wireLimits: wireLimits, media: media)
+        uploads = UploadEngine(backend: backend, settings: settings, config: config, wireLimits: wireLimits, media: media, session: session)
         outbox = OutboxEngine(backend: backend, settings: settings, config: config, wireLimits: wireLimits,
-                              writer: incoming, media: media, link: link)
-        sync = SyncEngine(backend: backend, settings: settings, wireLimits: wireLimits, writer: incoming, outbox: outbox)
-        media.bind { [weak self] in
-            self?.session.withLock { s in
-                guard s.state.isOfflineActive, let me = s.userId, let cache = s.cache else { return nil }
-                return (me, cache)
-            }
-        }
-        sync.bind(SyncEngine.Ports(
-            user: { [weak self] in self?.userId },
-            cache: { [weak self] me in self?.openCache(of: me) },
-            active: { [weak self] in self?.isOfflineEnabled() ?? false },
-            refreshBlockedUsers: { [weak self] in _ = await self?.refreshBlockedUsers() },
-            scheduleEviction: { [weak self] in self?.eviction.schedule() },
-            discarded: { [weak self] row, cache in
-                OutgoingCopies.remove(localId: row.localId, in: cache.directory)
-                self?.outbox.report(row, failed: .discarded, OutboxEngine.exception(for: .discarded), final: true)
-            }))
-        uploads.bind(UploadEngine.Ports(vaultState: { [weak self] in self?.state ?? .loggedOut },
-                                        openCache: { [weak self] in self?.openCache }))
-        outbox.bind(OutboxEngine.Ports(
-            openCache: { [weak self] in self?.openCache },
-            userId: { [weak self] in self?.userId },
-            directory: { [weak self] in self?.cacheDirectory },
-            sent: { [weak self] wire, messageId in self?.uploads.sent(wire, messageId: messageId) },
-            alreadyStable: { [weak self] in self?.connectionBecameStable() }))
+                              writer: incoming, media: media, link: link, uploads: uploads, session: session)
+        blockedUsers = BlockedUsersRefresh(backend: backend, wireLimits: wireLimits, session: session)
+        sync = SyncEngine(backend: backend, settings: settings, wireLimits: wireLimits, writer: incoming, outbox: outbox,
+                          eviction: eviction, blockedUsers: blockedUsers, session: session)
+        outbox.bind(alreadyStable: { [weak self] in self?.connectionBecameStable() })
         link.bind(RealtimeLink.Ports(
-            openCache: { [weak self] in self?.openCache },
             sessionStarted: { [weak self] in await self?.sessionStarted() },
-            event: { [weak self] event in await self?.realtimeEvent(event) },
+            event: { [weak realtime] event in await realtime?.ingest(event) },
             becameStable: { [weak self] in self?.connectionBecameStable() }))
         subscribeToIncoming()
     }

@@ -24,8 +24,6 @@ final class RealtimeLink: Sendable {
 
     /// What the link hands on, as closures the vault binds once.
     struct Ports: Sendable {
-        /// The cache open now (the backend's id map and state live in it).
-        var openCache: @Sendable () -> VaultCache?
         /// A server session started (once per login): refreshes what the server keeps.
         var sessionStarted: @Sendable () async -> Void
         /// A realtime event (not a connection change), awaited: one commits before the next.
@@ -33,7 +31,7 @@ final class RealtimeLink: Sendable {
         /// The connection has held for `VaultSettings.stableConnectionDelay`.
         var becameStable: @Sendable () -> Void
 
-        static let unbound = Ports(openCache: { nil }, sessionStarted: {}, event: { _ in }, becameStable: {})
+        static let unbound = Ports(sessionStarted: {}, event: { _ in }, becameStable: {})
     }
 
     let state = Mutex(State())
@@ -41,9 +39,13 @@ final class RealtimeLink: Sendable {
     private let settings: VaultSettings
     private let boundPorts = Mutex(Ports.unbound)
 
-    init(backend: any ChatBackend, settings: VaultSettings) {
+    /// The vault's session (the backend's id map and state live in its open cache).
+    private let session: VaultSession
+
+    init(backend: any ChatBackend, settings: VaultSettings, session: VaultSession) {
         self.backend = backend
         self.settings = settings
+        self.session = session
     }
 
     /// Connects the link to its vault (once, at the vault's creation).
@@ -67,9 +69,9 @@ extension RealtimeLink {
             s.connectionToken += 1
             return s.generation
         }
-        let openCache = ports.openCache
-        backend.attach(identities: CacheMessageIdentities(cache: openCache))
-        backend.attach(state: CacheBackendState(cache: openCache))
+        let session = self.session
+        backend.attach(identities: CacheMessageIdentities(cache: { session.openCache }))
+        backend.attach(state: CacheBackendState(cache: { session.openCache }))
         consumeEventsOnce()
         startLinkLoop(generation: generation, delayFirst: false)
     }

@@ -25,6 +25,23 @@ final class VaultSession: Sendable {
         try state.withLock { try body(&$0) }
     }
 
+    /// Whether offline support is running (a cache is open and serving).
+    var isActive: Bool { withLock { $0.state.isOfflineActive } }
+
+    /// The engine's state.
+    var offlineState: OfflineState { withLock { $0.state } }
+
+    /// The logged-in user and their open cache, while offline support is active.
+    var current: (me: String, cache: VaultCache)? {
+        withLock { s in
+            guard s.state.isOfflineActive, let me = s.userId, let cache = s.cache else { return nil }
+            return (me, cache)
+        }
+    }
+
+    /// The logged-in user's cache directory.
+    var directory: CacheDirectory? { withLock { $0.directory } }
+
     /// The logged-in user, if any.
     var userId: String? { withLock { $0.userId } }
 
