@@ -39,6 +39,7 @@ extension OfflineVault {
         }
         backend.attach(identities: CacheMessageIdentities(cache: { [weak self] in self?.openCache }))
         backend.attach(state: CacheBackendState(cache: { [weak self] in self?.openCache }))
+        backend.attach(cachedMessages: CacheMessageCopies(cache: { [weak self] in self?.openCache }))
         consumeEventsOnce()
         startLinkLoop(generation: generation, delayFirst: false)
     }
