@@ -46,6 +46,9 @@ public final class MatrixBackend: ChatBackend {
     let continuation: AsyncStream<RealtimeEvent>.Continuation
     let http: MatrixHTTP
     let state: Mutex<State>
+    /// Held while a message's set of annotations is read, changed and stored again (the catch-up
+    /// and a realtime fetch may both be at it).
+    let annotationLock = Mutex(())
 
     struct State {
         var session: MatrixSession
@@ -55,6 +58,10 @@ public final class MatrixBackend: ChatBackend {
         var rooms = MatrixRooms()
         /// The engine's state store (the direct-chat map and the reaction map live there).
         var store: any BackendStateStore = MemoryBackendState()
+        /// The engine's read-only view of the cached messages (relations resolved on catch-up).
+        var cached: any CachedMessages = NoCachedMessages()
+        /// Whether a catch-up resolves relations from the cache (`resolvesRelationsLocally`).
+        var localRelations = true
         /// Where `rooms`' direct-chat map comes from: nothing yet, the cache, or the server.
         var direct = DirectKnowledge.unknown
         /// The realtime loop and the generation it belongs to.
@@ -120,6 +127,20 @@ public final class MatrixBackend: ChatBackend {
             // A map the server gave this session stays; one read from another cache does not.
             if s.direct != .server { s.direct = .unknown }
         }
+    }
+
+    /// Takes the engine's view of the cached messages: a catch-up applies an edit, a redaction or
+    /// a reaction whose target is cached to that copy instead of fetching it.
+    public func attach(cachedMessages: any CachedMessages) {
+        state.withLock { $0.cached = cachedMessages }
+    }
+
+    /// Whether a catch-up resolves edits, redactions and reactions from the cached copies of their
+    /// targets (true, the default) or asks the homeserver for every one, as it did before: for
+    /// `chatvault bench matrix`, which measures both, and tests.
+    package var resolvesRelationsLocally: Bool {
+        get { state.withLock { $0.localRelations } }
+        set { state.withLock { $0.localRelations = newValue } }
     }
 
     /// Checks the session's access token with `whoami` and loads the direct-chat map; answers the

@@ -46,6 +46,7 @@ extension MatrixBackend {
             // newest first, which numbered them the other way round); then newest first again, as
             // a backward page fills from its anchor.
             var changes = try await interpret(backward ? Array(chunk.reversed()) : chunk, room: room)
+            note(changes.map(\.change))
             if backward { changes.reverse() }
             for change in changes {
                 guard case .message(let m, _) = change.change, found.count < limit else { continue }
@@ -190,7 +191,9 @@ extension MatrixBackend {
         for (room, value) in (answer.json["rooms"]?["join"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) where MatrixIds.isRoomId(room) {
             let events = value["timeline"]?["events"]?.arrayValue ?? []
             var last: JSONValue?
-            for change in try await interpret(events, room: room) {
+            let changes = try await interpret(events, room: room)
+            note(changes.map(\.change))
+            for change in changes {
                 if case .message(let m, _) = change.change { last = m }
             }
             guard let last else { continue }

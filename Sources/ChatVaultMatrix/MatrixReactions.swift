@@ -30,25 +30,12 @@ extension MatrixBackend {
     /// A message with its reaction counts (`reactions`: emoji, count, reactedByMe, in first-use order).
     func withReactions(_ message: JSONValue, room: String, event: String) async throws(BackendError) -> JSONValue {
         guard case .object(var o) = message else { return message }
-        let me = self.me
-        var order: [String] = []
-        var counts: [String: (Int, Bool)] = [:]
         let list = try await annotations(room: room, event: event)
-        for a in list {
-            if counts[a.key] == nil { order.append(a.key) }
-            let c = counts[a.key] ?? (0, false)
-            counts[a.key] = (c.0 + 1, c.1 || a.sender == me)
-        }
-        // Remembered, so a later page of this message brings its counts and a redaction of one
-        // of them is known for a reaction's removal.
-        remember(reactions: list.map { ($0.id, KnownReaction(target: event, key: $0.key, sender: $0.sender, ts: $0.ts)) },
-                 room: room, cleared: list.isEmpty ? [event] : [])
-        if !order.isEmpty {
-            o["reactions"] = .array(order.map { key in
-                let c = counts[key] ?? (0, false)
-                return ["reaction": .string(key), "count": .int(Int64(c.0)), "reactedByMe": .bool(c.1)]
-            })
-        }
+        // Remembered, so a later page of this message brings its counts, a redaction of one of
+        // them is known for a reaction's removal, and a catch-up counts the next one itself.
+        learn(list, of: event, room: room)
+        let rendered = Self.rendered(list.map { Annotation(id: $0.id, key: $0.key, sender: $0.sender) }, me: me)
+        if !rendered.isEmpty { o["reactions"] = .array(rendered) }
         return .object(o)
     }
 

@@ -143,6 +143,60 @@ extension MatrixBackend {
         return best
     }
 
+    /// What an `m.replace` does to a copy of the message it edits.
+    enum EditOutcome: Equatable {
+        /// The message as `renderMessage` would render it with this edit.
+        case applied(JSONValue)
+        /// Nothing: the copy shows a later edit already, or the message is deleted, or the edit is
+        /// not its sender's (Matrix clients ignore it).
+        case unchanged
+        /// The copy does not hold what the rendering needs (the original's own content): ask.
+        case needsOriginal
+    }
+
+    /// `copy` (a rendered message: the cache's copy, or one rendered earlier in the same catch-up)
+    /// as it reads after `edit`, built as `renderMessage` builds an edited message: the edit's
+    /// `m.new_content` (without a reply's fallback: new content has none) in `data` and `type`,
+    /// `editedAt`, `editedBy`, `updatedAt`; the rest (sender, time, reply and thread links,
+    /// reaction counts, receipts) kept. Where `renderMessage` falls back to the original event's
+    /// content (new content it cannot show, metadata the edit leaves out) and the copy is itself
+    /// an edit, the original is not at hand: `.needsOriginal`.
+    static func applying(edit: JSONValue, to copy: JSONValue) -> EditOutcome {
+        guard case .object(var o) = copy, let newContent = edit["content"]?["m.new_content"]?.objectValue,
+              edit["unsigned"]?["redacted_because"] == nil else { return .needsOriginal }
+        guard let editor = edit["sender"]?.stringValue, editor == copy["sender"]?["uid"]?.stringValue else { return .unchanged }
+        if (copy["deletedAt"]?.doubleValue ?? 0) > 0 { return .unchanged }
+        let at = time(edit["origin_server_ts"]) / 1000
+        if let shown = copy["editedAt"]?.intValue, shown > at { return .unchanged }
+        let wasEdited = (copy["editedAt"]?.intValue ?? 0) > 0
+        var data: [String: JSONValue]
+        switch copy["category"]?.stringValue {
+        case "custom":
+            guard let customData = newContent["data"] ?? (wasEdited ? nil : copy["data"]?["customData"]) else { return .needsOriginal }
+            data = ["customData": customData]
+            if let text = newContent["body"]?.stringValue { data["conversationText"] = .string(text) }
+        case "message":
+            guard let shown = messageData(newContent), case .object(let fields) = shown.data else { return .needsOriginal }
+            data = fields
+            o["type"] = .string(shown.type)
+        default:
+            return .needsOriginal
+        }
+        if let metadata = newContent[metadataKey], metadata.objectValue != nil {
+            data["metadata"] = metadata
+        } else if let kept = copy["data"]?["metadata"], kept.objectValue != nil {
+            // The original's metadata shows through an edit without any; a copy already edited
+            // may show the earlier edit's instead.
+            guard !wasEdited else { return .needsOriginal }
+            data["metadata"] = kept
+        }
+        o["data"] = .object(data)
+        o["editedAt"] = .int(at)
+        o["editedBy"] = .string(editor)
+        o["updatedAt"] = .int(at)
+        return .applied(.object(o))
+    }
+
     // MARK: - The reaction map
 
     /// What the cache remembers of one reaction event: the message it is on, its key, its sender.
@@ -156,18 +210,176 @@ extension MatrixBackend {
     static func reactionKey(room: String, event: String) -> String { "matrix.reaction." + MatrixIds.ref(room: room, event: event) }
     static func annotatedKey(room: String, event: String) -> String { "matrix.annotated." + MatrixIds.ref(room: room, event: event) }
 
-    /// Records reactions seen (and that their messages have reactions), so that a later redaction
-    /// of one is a reaction's removal, and a page of those messages brings their counts.
-    func remember(reactions: [(id: String, reaction: KnownReaction)], room: String, cleared: [String] = []) {
-        guard !reactions.isEmpty || !cleared.isEmpty else { return }
+    /// Records reaction events seen (each one's message, key and sender), so that a later
+    /// redaction of one is known for a reaction's removal.
+    func remember(reactions: [(id: String, reaction: KnownReaction)], room: String) {
+        guard !reactions.isEmpty else { return }
         var values: [String: String?] = [:]
         for (id, r) in reactions {
             let json: JSONValue = ["t": .string(r.target), "k": .string(r.key), "s": .string(r.sender), "ts": .int(r.ts)]
             values[Self.reactionKey(room: room, event: id)] = String(decoding: json.jsonData(), as: UTF8.self)
-            values[Self.annotatedKey(room: room, event: r.target)] = "1"
         }
-        for target in cleared { values[Self.annotatedKey(room: room, event: target)] = .some(nil) }
         try? state.withLock { $0.store }.set(values)
+    }
+
+    /// One annotation of a message: the reaction event, its key, its sender.
+    struct Annotation: Sendable, Equatable {
+        var id: String
+        var key: String
+        var sender: String
+    }
+
+    /// What the backend knows of a message's annotations (kept under `annotatedKey`): none seen
+    /// (no value), some seen but not which (`"1"`), or all of them, oldest first (a JSON list of
+    /// `[event, key, sender]`: the `/relations` answer, then each one added or taken back since).
+    enum Annotations: Equatable {
+        case none
+        case unknown
+        case known([Annotation])
+    }
+
+    /// The most annotations kept as a list for one message; a message with more is `.unknown`.
+    static let maxKnownAnnotations = 2_000
+
+    func knownAnnotations(room: String, event: String) -> Annotations {
+        guard let text = state.withLock({ $0.store }).value(for: Self.annotatedKey(room: room, event: event)) else { return .none }
+        guard let list = (try? JSONValue(jsonData: Data(text.utf8)))?.arrayValue else { return .unknown }
+        var out: [Annotation] = []
+        for item in list {
+            guard let triple = item.arrayValue, triple.count == 3,
+                  let id = triple[0].stringValue, MatrixIds.isEventId(id),
+                  let key = triple[1].stringValue, !key.isEmpty, key.utf8.count <= 255,
+                  let sender = triple[2].stringValue, MatrixIds.isUserId(sender) else { return .unknown }
+            out.append(Annotation(id: id, key: key, sender: sender))
+        }
+        return .known(out)
+    }
+
+    func store(_ annotations: Annotations, room: String, event: String) {
+        let value: String?
+        switch annotations {
+        case .none, .known([]): value = nil
+        case .unknown: value = "1"
+        case .known(let list) where list.count > Self.maxKnownAnnotations: value = "1"
+        case .known(let list):
+            let json = JSONValue.array(list.map { [.string($0.id), .string($0.key), .string($0.sender)] })
+            value = String(decoding: json.jsonData(), as: UTF8.self)
+        }
+        try? state.withLock { $0.store }.set(value, for: Self.annotatedKey(room: room, event: event))
+    }
+
+    /// Records a message's annotations as `/relations` answered them (all of them).
+    func learn(_ list: [(id: String, key: String, sender: String, ts: Int64)], of event: String, room: String) {
+        remember(reactions: list.map { ($0.id, KnownReaction(target: event, key: $0.key, sender: $0.sender, ts: $0.ts)) }, room: room)
+        annotationLock.withLock { _ in
+            store(.known(list.map { Annotation(id: $0.id, key: $0.key, sender: $0.sender) }), room: room, event: event)
+        }
+    }
+
+    /// A reaction added or taken back, from its realtime shape (`reactionJSON`).
+    static func annotation(of json: JSONValue) -> Annotation? {
+        guard let r = json["reaction"], let id = r["id"]?.stringValue, MatrixIds.isEventId(id),
+              let key = r["reaction"]?.stringValue, !key.isEmpty, key.utf8.count <= 255,
+              let sender = r["uid"]?.stringValue, MatrixIds.isUserId(sender) else { return nil }
+        return Annotation(id: id, key: key, sender: sender)
+    }
+
+    /// Notes the reactions among `changes` for pages of their messages: a message with none seen
+    /// before is marked as having some (its next rendering fetches which). A known list is left as
+    /// it is: it changes only with the counts the cache is given (`learn`, `recounted`), so the two
+    /// agree, which is what lets a catch-up count a reaction itself.
+    func note(_ changes: [MatrixChange]) {
+        for change in changes {
+            guard case let (_, room, event, adding)? = Self.reactionChange(change), adding else { continue }
+            annotationLock.withLock { _ in
+                if knownAnnotations(room: room, event: event) == .none { store(.unknown, room: room, event: event) }
+            }
+        }
+    }
+
+    /// Starts the annotations of messages a catch-up delivers afresh as none: every annotation
+    /// of a message comes after it in the room's timeline, so those of a message past the sync
+    /// point come in this catch-up (in order, after it) or later, and are added as they come
+    /// (the message's rendering in the catch-up carries no counts either).
+    func clearAnnotations(of messages: [JSONValue]) {
+        var keys: [String] = []
+        for m in messages {
+            guard let id = m["id"]?.intValue, let ref = identities.ref(for: Int(id)), let place = MatrixIds.parse(ref: ref) else { continue }
+            keys.append(Self.annotatedKey(room: place.room, event: place.event))
+        }
+        guard !keys.isEmpty else { return }
+        let store = state.withLock { $0.store }
+        annotationLock.withLock { _ in
+            let present = store.values(for: keys)
+            guard !present.isEmpty else { return }
+            try? store.set(Dictionary(present.keys.map { ($0, String?.none) }, uniquingKeysWith: { a, _ in a }))
+        }
+    }
+
+    /// A reaction's change as (its realtime shape, room, the message's event, added).
+    static func reactionChange(_ change: MatrixChange) -> (JSONValue, String, String, Bool)? {
+        switch change {
+        case .reacted(let json, let room, let event): return (json, room, event, true)
+        case .unreacted(let json, let room, let event): return (json, room, event, false)
+        default: return nil
+        }
+    }
+
+    /// The cached copy of a message with a reaction added or taken back, its counts made from the
+    /// message's known annotations (the reaction added or removed by its event id, so hearing it
+    /// twice, from realtime and the catch-up, counts it once); nil when that cannot be exact: the
+    /// annotations are not known, or the copy's counts do not match them (then the caller asks).
+    func recounted(_ copy: JSONValue, room: String, event: String, reaction a: Annotation, adding: Bool) -> JSONValue? {
+        guard case .object(var o) = copy else { return nil }
+        let me = self.me
+        let list: [Annotation]? = annotationLock.withLock { _ in
+            var list: [Annotation]
+            switch knownAnnotations(room: room, event: event) {
+            case .unknown: return nil
+            case .none: list = []
+            case .known(let known): list = known
+            }
+            // The copy must show what the list says before the change: else one of them is behind.
+            guard Self.counts(list, me: me) == Self.counts(copy["reactions"]) else { return nil }
+            list.removeAll { $0.id == a.id }
+            if adding { list.append(a) }
+            store(.known(list), room: room, event: event)
+            return list
+        }
+        guard let list else { return nil }
+        let rendered = Self.rendered(list, me: me)
+        if rendered.isEmpty { o["reactions"] = nil } else { o["reactions"] = .array(rendered) }
+        return .object(o)
+    }
+
+    /// Reaction counts as a message carries them (`reactions`: emoji, count, reactedByMe, in
+    /// first-use order).
+    static func rendered(_ list: [Annotation], me: String) -> [JSONValue] {
+        var order: [String] = []
+        var counts: [String: (Int, Bool)] = [:]
+        for a in list {
+            if counts[a.key] == nil { order.append(a.key) }
+            let c = counts[a.key] ?? (0, false)
+            counts[a.key] = (c.0 + 1, c.1 || a.sender == me)
+        }
+        return order.map { key in
+            let c = counts[key] ?? (0, false)
+            return ["reaction": .string(key), "count": .int(Int64(c.0)), "reactedByMe": .bool(c.1)]
+        }
+    }
+
+    /// Counts by key, to compare a list with a copy's `reactions`.
+    static func counts(_ list: [Annotation], me: String) -> [String: [Int64]] {
+        counts(.array(rendered(list, me: me)))
+    }
+
+    static func counts(_ reactions: JSONValue?) -> [String: [Int64]] {
+        var out: [String: [Int64]] = [:]
+        for r in reactions?.arrayValue ?? [] {
+            guard let key = r["reaction"]?.stringValue, let n = r["count"]?.intValue else { continue }
+            out[key] = [n, r["reactedByMe"]?.boolValue == true ? 1 : 0]
+        }
+        return out
     }
 
     /// A reaction event remembered before, or nil.

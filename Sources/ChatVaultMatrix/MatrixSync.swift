@@ -4,8 +4,11 @@ import Foundation
 /// What one `/sync` answer meant to the engine, oldest first.
 enum MatrixChange: Sendable {
     case message(JSONValue, ownEcho: Bool)
-    case edited(JSONValue)
-    case deleted(id: Int, conversationId: String, message: JSONValue?)
+    /// An `m.replace` event, as it came: resolved by the path that needs it (the catch-up from
+    /// the cached copy of its target when it can, realtime and the rest by fetching the target).
+    case edit(JSONValue, room: String)
+    /// A message redacted: its id, and its event for a path that renders it as deleted (realtime).
+    case deleted(id: Int, conversationId: String, room: String, event: String)
     case left(conversationId: String)
     /// Someone reacted: the realtime shape of `reactionAdded`, and the message's place.
     case reacted(JSONValue, room: String, event: String)
@@ -62,7 +65,7 @@ extension MatrixBackend {
             throw MatrixHTTP.bad("the sync answer has no next_batch")
         }
         let (found, gaps) = try await process(sync: answer.json, since: token, budget: limit)
-        let entries = await entries(of: found)
+        let entries = try await entries(of: found)
         let now = answer.serverTime ?? Int64(Date().timeIntervalSince1970)
         guard let token, !gaps.isEmpty else {
             return ChangeLogPage(changes: entries, nextToken: next, serverTime: now, hasMore: false)
@@ -90,7 +93,7 @@ extension MatrixBackend {
                 point.gaps.removeFirst()
             }
         }
-        let entries = await entries(of: found)
+        let entries = try await entries(of: found)
         let now = Int64(Date().timeIntervalSince1970)
         guard !point.gaps.isEmpty else { return ChangeLogPage(changes: entries, nextToken: point.next, serverTime: now, hasMore: false) }
         return ChangeLogPage(changes: entries, nextToken: point.token, serverTime: now, hasMore: true)
@@ -100,23 +103,96 @@ extension MatrixBackend {
     /// with `/messages` (as a gap) so its events come in order.
     static let catchUpTimelineLimit = 100
 
-    func entries(of found: [MatrixChange]) async -> [ChangeLogEntry] {
+    /// A catch-up's changes as the engine's change log. An edit, or a reaction added or taken
+    /// back, whose target is cached (or rendered earlier in this catch-up) is applied to that copy
+    /// without a request (`resolvesRelationsLocally`); one whose target is not is resolved by
+    /// fetching it, as realtime does. A redaction is a deletion by id: the engine marks its cached
+    /// copy deleted (and leaves alone a message it does not hold), so nothing is fetched for it.
+    func entries(of found: [MatrixChange]) async throws(BackendError) -> [ChangeLogEntry] {
+        let local = resolvesRelationsLocally
+        // Each relation's target as this catch-up last rendered it: its cached copy (one read of
+        // the cache for the batch), then whatever the changes before it made of it.
+        var copies = local ? cachedTargets(of: found) : [:]
+        if local { clearAnnotations(of: found.compactMap { if case .message(let m, _) = $0 { m } else { nil } }) }
         var entries: [ChangeLogEntry] = []
         for change in found {
             switch change {
-            case .message(let m, _), .edited(let m): entries.append(.messageUpserted(m))
-            case .deleted(let id, let conversationId, _): entries.append(.messageDeleted(id: id, conversationId: conversationId))
-            case .left(let conversationId): entries.append(.conversationRemoved(conversationId: conversationId))
+            case .message(let m, _):
+                entries.append(.messageUpserted(m))
+                if local, let id = m["id"]?.intValue { copies[Int(id)] = m }
+            case .edit(let edit, let room):
+                let target = Self.editTarget(edit).flatMap { identities.existingId(for: MatrixIds.ref(room: room, event: $0)) }
+                if local, let target, let copy = copies[target] {
+                    switch Self.applying(edit: edit, to: copy) {
+                    case .applied(let edited):
+                        entries.append(.messageUpserted(edited))
+                        copies[target] = edited
+                        continue
+                    case .unchanged:
+                        continue
+                    case .needsOriginal:
+                        break
+                    }
+                }
+                if let edited = try await editedMessage(edit, room: room) {
+                    entries.append(.messageUpserted(edited))
+                    if local, let target { copies[target] = edited }
+                }
+            case .deleted(let id, let conversationId, let room, let event):
+                entries.append(.messageDeleted(id: id, conversationId: conversationId))
+                // The engine keeps the copy's content and stamps the deletion: later relations of
+                // this message in the batch ask the server.
+                copies[id] = nil
+                // Asking resolved nothing here: the answer went unused. Kept when resolving
+                // locally is off, so `bench matrix` measures the catch-up as it was.
+                if !local { _ = try? await fetchMessage(room: room, event: event) }
+            case .left(let conversationId):
+                entries.append(.conversationRemoved(conversationId: conversationId))
             case .read:
                 continue // receipts reach the cache with the next read of the conversation
-            case .reacted(_, let room, let event), .unreacted(_, let room, let event):
+            case .reacted(let json, let room, let event), .unreacted(let json, let room, let event):
+                let adding: Bool
+                if case .reacted = change { adding = true } else { adding = false }
+                let messageId = json["reaction"]?["messageId"]?.intValue.map { Int($0) }
+                if local, let messageId, let copy = copies[messageId], let a = Self.annotation(of: json),
+                   let counted = recounted(copy, room: room, event: event, reaction: a, adding: adding) {
+                    entries.append(.messageUpserted(counted))
+                    copies[messageId] = counted
+                    continue
+                }
                 // The catch-up carries a reaction as an upsert of its message with the counts.
+                note([change])
                 if let counted = try? await reactedMessage((room, event)) {
                     entries.append(.messageUpserted(counted))
+                    if local, let messageId { copies[messageId] = counted }
                 }
             }
         }
         return entries
+    }
+
+    /// The cached copies of the messages `found`'s edits and reactions name (those with ids).
+    func cachedTargets(of found: [MatrixChange]) -> [Int: JSONValue] {
+        var ids: [Int] = []
+        for change in found {
+            switch change {
+            case .edit(let edit, let room):
+                if let target = Self.editTarget(edit), let id = identities.existingId(for: MatrixIds.ref(room: room, event: target)) { ids.append(id) }
+            case .reacted(let json, _, _), .unreacted(let json, _, _):
+                if let id = json["reaction"]?["messageId"]?.intValue { ids.append(Int(id)) }
+            default:
+                continue
+            }
+        }
+        guard !ids.isEmpty else { return [:] }
+        return state.withLock { $0.cached }.messages(ids: ids)
+    }
+
+    /// The event an `m.replace` edits, when the edit is well formed (new content, a target id).
+    static func editTarget(_ edit: JSONValue) -> String? {
+        guard let target = edit["content"]?["m.relates_to"]?["event_id"]?.stringValue, MatrixIds.isEventId(target),
+              edit["content"]?["m.new_content"]?.objectValue != nil else { return nil }
+        return target
     }
 
     /// The current end of the homeserver's log: a `/sync` without a token and without rooms, whose
@@ -227,7 +303,7 @@ extension MatrixBackend {
             switch event["type"]?.stringValue {
             case "m.room.message", Self.customEventType:
                 if content?["m.relates_to"]?["rel_type"]?.stringValue == "m.replace" {
-                    if let edited = try await editedMessage(event, room: room) { out.append((ts, .edited(edited))) }
+                    if Self.editTarget(event) != nil { out.append((ts, .edit(event, room: room))) }
                 } else if let message = renderMessage(event, room: room, ids: ids) {
                     let own = event["sender"]?.stringValue == me && event["unsigned"]?["transaction_id"]?.stringValue != nil
                     out.append((ts, .message(message, ownEcho: own)))
@@ -237,8 +313,7 @@ extension MatrixBackend {
                       let sender = event["sender"]?.stringValue else { continue }
                 if let id = ids[MatrixIds.ref(room: room, event: target)] ?? identities.existingId(for: MatrixIds.ref(room: room, event: target)) {
                     let place = state.withLock { $0.rooms.place(room: room, sender: sender, me: me) }
-                    let message = try? await fetchMessage(room: room, event: target)
-                    out.append((ts, .deleted(id: id, conversationId: place.conversationId, message: message)))
+                    out.append((ts, .deleted(id: id, conversationId: place.conversationId, room: room, event: target)))
                 } else if let reaction = seen[target] ?? knownReaction(room: room, event: target),
                           let messageId = ids[MatrixIds.ref(room: room, event: reaction.target)]
                             ?? identities.existingId(for: MatrixIds.ref(room: room, event: reaction.target)) {
@@ -274,8 +349,7 @@ extension MatrixBackend {
 
     /// The message an `m.replace` event edits, as it now reads (this edit, or a later one).
     func editedMessage(_ edit: JSONValue, room: String) async throws(BackendError) -> JSONValue? {
-        guard let target = edit["content"]?["m.relates_to"]?["event_id"]?.stringValue, MatrixIds.isEventId(target),
-              edit["content"]?["m.new_content"]?.objectValue != nil,
+        guard let target = Self.editTarget(edit),
               let editor = edit["sender"]?.stringValue,
               let original = try? await fetchEvent(room: room, event: target),
               original["sender"]?.stringValue == editor else { return nil }
@@ -356,12 +430,16 @@ extension MatrixBackend {
             guard let next = answer.json["next_batch"]?.stringValue, !next.isEmpty, next.utf8.count <= 4096 else {
                 throw MatrixHTTP.bad("the sync answer has no next_batch")
             }
-            for change in try await process(sync: answer.json, since: nil).changes {
+            let changes = try await process(sync: answer.json, since: nil).changes
+            note(changes)
+            for change in changes {
                 guard state.withLock({ $0.connection == generation }) else { return nil }
                 switch change {
                 case .message(let m, let ownEcho): if !ownEcho { continuation.yield(.messageReceived(m)) }
-                case .edited(let m): continuation.yield(.messageEdited(m))
-                case .deleted(_, _, let m?): continuation.yield(.messageDeleted(m))
+                case .edit(let edit, let room):
+                    if let m = try await editedMessage(edit, room: room) { continuation.yield(.messageEdited(m)) }
+                case .deleted(_, _, let room, let event):
+                    if let m = try? await fetchMessage(room: room, event: event) { continuation.yield(.messageDeleted(m)) }
                 case .reacted(let r, let room, let event), .unreacted(let r, let room, let event):
                     // With the message as it now stands, so the cache's counts follow.
                     var json = r
@@ -371,7 +449,7 @@ extension MatrixBackend {
                     }
                     if case .reacted = change { continuation.yield(.reactionAdded(json)) } else { continuation.yield(.reactionRemoved(json)) }
                 case .read(let r): continuation.yield(.messagesRead(r))
-                case .deleted, .left: continue
+                case .left: continue
                 }
             }
             return next

@@ -13,17 +13,25 @@ import XCTest
 /// can write over it: the catch-up, an online read (its server phase), a realtime delivery, a restart.
 final class MatrixRelationTests: XCTestCase {
     /// The Matrix backend, with its page reads switched off when a test wants the cache alone
-    /// (realtime and the catch-up go on).
+    /// (realtime and the catch-up go on), and the requests its catch-up calls made counted.
     final class Switched: ForwardingBackend {
         let matrix: MatrixBackend
         var forwardee: any ChatBackend { matrix }
         let pagesOff = Mutex(false)
+        /// Requests made during `changes` calls (the catch-up's).
+        let catchUpRequests = Mutex(0)
 
         init(_ matrix: MatrixBackend) { self.matrix = matrix }
 
         func messages(_ q: MessageQuery) async throws(BackendError) -> WirePage {
             if pagesOff.withLock({ $0 }) { throw .unreachable }
             return try await matrix.messages(q)
+        }
+
+        func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage {
+            let before = matrix.statistics.requests
+            defer { let after = matrix.statistics.requests; catchUpRequests.withLock { $0 += after - before } }
+            return try await matrix.changes(since: token, limit: limit)
         }
     }
 
@@ -44,9 +52,13 @@ final class MatrixRelationTests: XCTestCase {
             vault = try MatrixVaultTests.Harness.makeVault(backend, root: root.path, runtime: runtime.path, keyStore: keyStore, callbacks: callbacks)
         }
 
-        func restart(homeserver: URL) async throws {
+        /// A new process; `localRelations: false` makes its catch-up ask the homeserver for every
+        /// relation, as it did before relations were resolved from the cache.
+        func restart(homeserver: URL, localRelations: Bool = true) async throws {
             await vault.logout()
-            backend = Switched(MatrixBackend(homeserver: homeserver, session: session))
+            let matrix = MatrixBackend(homeserver: homeserver, session: session)
+            matrix.resolvesRelationsLocally = localRelations
+            backend = Switched(matrix)
             vault = try MatrixVaultTests.Harness.makeVault(backend, root: root.path, runtime: runtime.path, keyStore: keyStore, callbacks: callbacks)
             _ = await vault.login(userId: session.userId)
         }

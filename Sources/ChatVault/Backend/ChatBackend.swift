@@ -303,6 +303,12 @@ public protocol ChatBackend: Sendable {
     /// handed over at every login with `attach(identities:)`: what the backend must still know
     /// after a restart without a network (a Matrix backend's direct-chat map). The default ignores it.
     func attach(state: any BackendStateStore)
+    /// The engine's read-only view of the messages the logged-in user's cache holds, handed over at
+    /// every login with `attach(identities:)`: a backend that can resolve a change from the cached
+    /// copy of its target (a Matrix edit, redaction or reaction on catch-up) reads it there instead
+    /// of asking its server, and asks when the target is not cached. The engine's writer still
+    /// writes every row: the backend answers changes as before. The default ignores it.
+    func attach(cachedMessages: any CachedMessages)
 }
 
 extension ChatBackend {
@@ -310,6 +316,8 @@ extension ChatBackend {
     public func attach(identities: any MessageIdentities) {}
     /// Does nothing: a backend that keeps no state across restarts needs no store.
     public func attach(state: any BackendStateStore) {}
+    /// Does nothing: a backend that always asks its server needs no view of the cache.
+    public func attach(cachedMessages: any CachedMessages) {}
 
     /// The default: `pagedLatestSyncPoint()`, which reads the whole log from nil to find its end.
     public func latestSyncPoint() async throws(BackendError) -> ChangeLogPage {

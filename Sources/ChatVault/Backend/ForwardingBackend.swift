@@ -92,4 +92,6 @@ extension ForwardingBackend {
     public func attach(identities: any MessageIdentities) { forwardee.attach(identities: identities) }
     /// Forwards `attach` to `forwardee`.
     public func attach(state: any BackendStateStore) { forwardee.attach(state: state) }
+    /// Forwards `attach` to `forwardee`.
+    public func attach(cachedMessages: any CachedMessages) { forwardee.attach(cachedMessages: cachedMessages) }
 }

@@ -72,6 +72,7 @@ extension RealtimeLink {
         let session = self.session
         backend.attach(identities: CacheMessageIdentities(cache: { session.openCache }))
         backend.attach(state: CacheBackendState(cache: { session.openCache }))
+        backend.attach(cachedMessages: CacheMessageCopies(cache: { session.openCache }))
         consumeEventsOnce()
         startLinkLoop(generation: generation, delayFirst: false)
     }

@@ -19,10 +19,18 @@ import FoundationNetworking
 /// and the cache writes: the total less the backend's calls). Also how fast Synapse took the N
 /// messages in (16 sends at a time).
 ///
+/// Then the relations workload (`--relations R`, default 400): R messages cached by two engines,
+/// then, while both are away, Element-shaped edits (some edited twice), reactions (some taken
+/// back) and redactions of them; each engine catches up, one resolving relations from its cache
+/// (the default), one asking the homeserver for each as the catch-up did before (issue 23); the
+/// requests its `changes` calls made per 1,000 caught-up events, for both.
+///
 /// No budget (the issue asks for the figures side by side); exit 1 when a catch-up does not bring
-/// all N messages. `--json` fields: `messages`, `seedMessagesPerSecond`, and `matrix`, `simulator`,
-/// each `{ seconds, messagesPerSecond, backendSeconds, engineSeconds, requests, networkSeconds,
-/// jsonSeconds, bytes, cached }` (the last four 0 for the simulator).
+/// all N messages, or the two relation catch-ups leave different rows. `--json` fields:
+/// `messages`, `seedMessagesPerSecond`, and `matrix`, `simulator`, each `{ seconds,
+/// messagesPerSecond, backendSeconds, engineSeconds, requests, networkSeconds, jsonSeconds, bytes,
+/// cached }` (the last four 0 for the simulator); `relations: { messages, events, local, asking }`,
+/// the last two `{ requests, requestsPer1000Events, seconds }`.
 enum MatrixSyncBenchCommand {
     struct Figures {
         var seconds = 0.0, backendSeconds = 0.0, networkSeconds = 0.0, jsonSeconds = 0.0
@@ -44,15 +52,25 @@ enum MatrixSyncBenchCommand {
         let forwardee: any ChatBackend
         let start: ChangeLogPage
         let spent = Mutex(0.0)
+        /// Requests made inside `changes` calls, when `requestCount` tells the backend's total.
+        let requests = Mutex(0)
+        let requestCount: (@Sendable () -> Int)?
 
-        init(_ inner: any ChatBackend, start: ChangeLogPage) {
+        init(_ inner: any ChatBackend, start: ChangeLogPage, requestCount: (@Sendable () -> Int)? = nil) {
             forwardee = inner
             self.start = start
+            self.requestCount = requestCount
         }
 
         func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage {
             let began = ContinuousClock.now
-            defer { let d = ContinuousClock.now - began; spent.withLock { $0 += d.seconds } }
+            let before = requestCount?() ?? 0
+            defer {
+                let d = ContinuousClock.now - began
+                spent.withLock { $0 += d.seconds }
+                let made = (requestCount?() ?? 0) - before
+                requests.withLock { $0 += made }
+            }
             return try await forwardee.changes(since: token, limit: limit)
         }
 
@@ -63,6 +81,7 @@ enum MatrixSyncBenchCommand {
         var args = try Arguments(raw)
         let json = args.flag("json")
         let count = try args.int("messages", default: 10_000, range: 1...1_000_000)
+        let relationCount = try args.int("relations", default: 400, range: 8...100_000)
         try args.rejectUnknown()
         let say: @Sendable (String) -> Void = { line in if !json { emit(line) } }
         let env = ProcessInfo.processInfo.environment
@@ -130,12 +149,17 @@ enum MatrixSyncBenchCommand {
         }
         let simulated = try await catchUp(TimedBackend(device, start: simulatedPoint), user: "alice", count: count)
 
-        let passed = matrix.cached >= count && simulated.cached >= count
+        say("the relations workload: \(relationCount) messages, then their edits, reactions and redactions")
+        let relations = try await relationsCatchUp(server: server, alice: alice, aliceSession: aliceSession, bob: bob,
+                                                   bobSession: bobSession, setup: setup, messages: relationCount)
+
+        let passed = matrix.cached >= count && simulated.cached >= count && relations.same
         if json {
             emit(JSON.object([
                 ("benchmark", .string("matrix")), ("messages", .int(count)),
                 ("seedMessagesPerSecond", .double(Double(count) / max(seedSeconds, 1e-9))),
-                ("matrix", matrix.json(count)), ("simulator", simulated.json(count)), ("passed", .bool(passed)),
+                ("matrix", matrix.json(count)), ("simulator", simulated.json(count)), ("relations", relations.json),
+                ("passed", .bool(passed)),
             ]).render())
         } else {
             emit("")
@@ -147,9 +171,187 @@ enum MatrixSyncBenchCommand {
                             f.networkSeconds, f.jsonSeconds, Double(f.bytes) / 1_048_576))
             }
             emit(String(format: "Synapse took the messages in at %.0f msg/s (16 sends at a time)", Double(count) / max(seedSeconds, 1e-9)))
+            emit("")
+            emit("catch-up of \(relations.events) relation events (edits, reactions, redactions) on \(relations.messages) cached messages")
+            emit("relations            requests  per 1,000 caught-up events  seconds")
+            for (name, r) in [("resolved from cache", relations.local), ("asked (before)", relations.asking)] {
+                emit(String(format: "%-19@  %8d  %26.0f  %7.2f", name as NSString, r.requests,
+                            Double(r.requests) * 1000 / Double(max(relations.events, 1)), r.seconds))
+            }
+            if !relations.same { emit("FAILED: the two relation catch-ups left different rows") }
             emit(passed ? "ok" : "FAILED: a catch-up did not bring every message")
         }
         return passed ? 0 : 1
+    }
+
+    /// The relations workload's figures.
+    struct RelationFigures {
+        struct Side {
+            var requests = 0
+            var seconds = 0.0
+        }
+
+        var messages = 0, events = 0
+        var local = Side(), asking = Side()
+        /// Both catch-ups left the same rows (per message: edited time, deleted or not).
+        var same = false
+
+        var json: JSON {
+            func side(_ s: Side) -> JSON {
+                .object([("requests", .int(s.requests)), ("requestsPer1000Events", .double(Double(s.requests) * 1000 / Double(max(events, 1)))),
+                         ("seconds", .double(s.seconds))])
+            }
+            return .object([("messages", .int(messages)), ("events", .int(events)), ("local", side(local)), ("asking", side(asking)),
+                             ("same", .bool(same))])
+        }
+    }
+
+    /// `messages` messages from bob in a new room, cached by two engines of alice; while both are
+    /// logged out, bob edits every fourth (every eighth twice), reacts to the next, reacts to the
+    /// third and takes it back, and redacts the fourth; then each engine catches up, one resolving
+    /// relations from its cache, one asking (`MatrixBackend.resolvesRelationsLocally` off).
+    static func relationsCatchUp(server: LocalHomeserver, alice: String, aliceSession: MatrixSession, bob: MatrixBackend,
+                                 bobSession: MatrixSession, setup: MatrixBackend, messages: Int) async throws -> RelationFigures {
+        let room = try await bob.createRoom(name: "bench relations", invite: [alice])
+        try await setup.joinRoom(room)
+        let point = try await setup.latestSyncPoint()
+        @Sendable func put(_ type: String, _ content: JSONValue, _ txn: String) async throws -> String {
+            var request = URLRequest(url: server.url.appendingPathComponent("_matrix/client/v3/rooms/\(room)/send/\(type)/\(txn)"))
+            request.httpMethod = "PUT"
+            request.setValue("Bearer \(bobSession.accessToken)", forHTTPHeaderField: "Authorization")
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = content.jsonData()
+            let (data, response) = try await URLSession.shared.data(for: request)
+            guard (response as? HTTPURLResponse)?.statusCode == 200, let id = (try? JSONValue(jsonData: data))?["event_id"]?.stringValue else {
+                throw CLIError.failure("Synapse refused a bench event")
+            }
+            return id
+        }
+        @Sendable func redact(_ event: String, _ txn: String) async throws {
+            var request = URLRequest(url: server.url.appendingPathComponent("_matrix/client/v3/rooms/\(room)/redact/\(event)/\(txn)"))
+            request.httpMethod = "PUT"
+            request.setValue("Bearer \(bobSession.accessToken)", forHTTPHeaderField: "Authorization")
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = JSONValue.object([:]).jsonData()
+            let (_, response) = try await URLSession.shared.data(for: request)
+            guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw CLIError.failure("Synapse refused a bench redaction") }
+        }
+        // In 16 lanes, each lane's events in order.
+        func lanes(_ work: @escaping @Sendable (Int) async throws -> Void) async throws {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<16 {
+                    group.addTask { for i in stride(from: lane, to: messages, by: 16) { try await work(i) } }
+                }
+                try await group.waitForAll()
+            }
+        }
+        let events = Mutex<[Int: String]>([:])
+        try await lanes { i in
+            let id = try await put("m.room.message", ["msgtype": "m.text", "body": .string("relations bench \(i)")], "rel-\(i)")
+            events.withLock { $0[i] = id }
+        }
+        let ids = events.withLock { $0 }
+
+        // Two engines cache the messages, and their sync points move past them.
+        var sides: [(vault: OfflineVault, backend: TimedBackend, scratch: TemporaryDirectory)] = []
+        for local in [true, false] {
+            let matrix = MatrixBackend(homeserver: server.url, session: aliceSession)
+            matrix.resolvesRelationsLocally = local
+            let timed = TimedBackend(matrix, start: point, requestCount: { matrix.statistics.requests })
+            let scratch = try ScenariosCommand.makePrivateDirectory()
+            var defaults = try Arguments([])
+            var common = try CommonOptions(&defaults)
+            common.keystore = "memory"
+            let vault = try makeOutboxVault(common, root: scratch.path, encryption: true, memory: MemoryKeyStore(), backend: timed,
+                                            callbacks: DispatchQueue(label: "chatvault.bench.matrix.relations")) { settings in
+                settings.stableConnectionDelay = .milliseconds(10)
+                settings.sync.forceCooldown = .zero
+            }
+            guard await vault.login(userId: alice).state == .ready else { throw CLIError.failure("the bench cache did not open") }
+            guard try await waitFor(vault, { $0.messages >= messages }) else { throw CLIError.failure("the relations bench's messages were not cached") }
+            _ = try? await vault.syncNow()
+            await vault.waitForSyncIdle()
+            await vault.logout()
+            sides.append((vault, timed, scratch))
+        }
+
+        // While both are away: edits (an edit of an edit), reactions (one taken back), redactions.
+        let posted = Mutex(0)
+        try await lanes { i in
+            guard let target = ids[i] else { return }
+            var n = 0
+            func edit(_ text: String, _ k: Int) async throws {
+                _ = try await put("m.room.message", ["msgtype": "m.text", "body": .string("* " + text),
+                                                     "m.new_content": ["msgtype": "m.text", "body": .string(text)],
+                                                     "m.relates_to": ["rel_type": "m.replace", "event_id": .string(target)]], "rel-edit-\(k)-\(i)")
+                n += 1
+            }
+            func react(_ key: String) async throws -> String {
+                n += 1
+                return try await put("m.reaction", ["m.relates_to": ["rel_type": "m.annotation", "event_id": .string(target), "key": .string(key)]],
+                                     "rel-react-\(key.unicodeScalars.first?.value ?? 0)-\(i)")
+            }
+            switch i % 4 {
+            case 0:
+                try await edit("relations bench \(i), edited", 1)
+                if i % 8 == 0 { try await edit("relations bench \(i), edited twice", 2) }
+            case 1:
+                _ = try await react("👍")
+            case 2:
+                let party = try await react("🎉")
+                try await redact(party, "rel-unreact-\(i)")
+                n += 1
+            default:
+                try await redact(target, "rel-redact-\(i)")
+                n += 1
+            }
+            posted.withLock { $0 += n }
+        }
+        var figures = RelationFigures(messages: messages, events: posted.withLock { $0 })
+        let redacted = messages / 4
+        var rows: [[String]] = []
+        for (index, side) in sides.enumerated() {
+            let began = ContinuousClock.now
+            side.backend.requests.withLock { $0 = 0 }
+            guard await side.vault.login(userId: alice).state == .ready else { throw CLIError.failure("the bench cache did not reopen") }
+            let done = try await waitFor(side.vault) { $0.deleted >= redacted && $0.edited >= (messages + 3) / 4 }
+            let seconds = (ContinuousClock.now - began).seconds
+            let made = side.backend.requests.withLock { $0 }
+            if index == 0 { figures.local = .init(requests: made, seconds: seconds) } else { figures.asking = .init(requests: made, seconds: seconds) }
+            let state = try side.vault.openCache?.reader.sync { db -> [String] in
+                var out: [String] = []
+                let stmt = try db.cached("SELECT server_id, updated_at, deleted_at > 0 FROM messages ORDER BY server_id")
+                defer { stmt.reset() }
+                while try stmt.step() { out.append("\(stmt.int64(0)) \(stmt.int64(1)) \(stmt.int64(2))") }
+                return out
+            }
+            rows.append(done ? state ?? [] : [])
+            await side.vault.logout()
+        }
+        figures.same = rows.count == 2 && !rows[0].isEmpty && rows[0] == rows[1]
+        withExtendedLifetime(sides) {}
+        return figures
+    }
+
+    /// What a bench cache holds: messages, those marked deleted, those edited (`updated_at`).
+    struct CacheCounts {
+        var messages = 0, deleted = 0, edited = 0
+    }
+
+    /// Syncs until `enough` holds of the cache (up to 600 sweeps); false when it never did.
+    static func waitFor(_ vault: OfflineVault, _ enough: (CacheCounts) -> Bool) async throws -> Bool {
+        for _ in 0..<600 {
+            await vault.waitForSyncIdle()
+            let counts = (try? vault.openCache?.reader.sync { db -> CacheCounts in
+                let all = try db.scalarInt("SELECT count(*) FROM messages") ?? 0
+                let deleted = try db.scalarInt("SELECT count(*) FROM messages WHERE deleted_at > 0") ?? 0
+                let edited = try db.scalarInt("SELECT count(*) FROM messages WHERE updated_at > 0 AND deleted_at = 0") ?? 0
+                return CacheCounts(messages: Int(all), deleted: Int(deleted), edited: Int(edited))
+            }).flatMap { $0 } ?? CacheCounts()
+            if enough(counts) { return true }
+            _ = try? await vault.syncNow()
+        }
+        return false
     }
 
     /// Logs a fresh engine in over `backend` and waits until its cache holds `count` messages.
