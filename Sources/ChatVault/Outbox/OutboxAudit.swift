@@ -35,7 +35,7 @@ extension OutboxRows {
         var entries: [OutboxAuditEntry] = []
         while try stmt.step() {
             let localId = stmt.text(0) ?? ""
-            let failed = stmt.int64(3) == OutboxRow.State.failed.rawValue
+            let failed = OutboxRow.State(stmt, at: 3) == .failed
             entries.append(OutboxAuditEntry(localId: localId, conversationId: stmt.text(1) ?? "", kind: stmt.text(2) ?? "",
                                             state: failed ? "failed" : (inFlight.contains(localId) ? "sending" : "pending"),
                                             failureReason: failed ? stmt.text(4) : nil, attempts: stmt.int(5), composedAt: stmt.int64(6),

@@ -38,9 +38,10 @@ struct OutgoingFile: Sendable, Equatable {
 
 /// One row of the outbox: an unsent message in compose order.
 struct OutboxRow: Sendable {
-    enum State: Int64, Sendable {
-        case pending = 0
-        case failed = 2
+    /// Stored as its `StoredCode`.
+    enum State: Sendable {
+        case pending
+        case failed
     }
 
     let localId: String
@@ -93,7 +94,7 @@ enum OutboxRows {
         let payload = try BinaryJSON.decode(bytes)
         guard let message = payload["message"] else { throw BinaryJSON.Malformed() }
         return OutboxRow(localId: localId, seq: stmt.int64(1), conversationId: stmt.text(2) ?? "", kind: kind,
-                         state: stmt.int64(4) == OutboxRow.State.failed.rawValue ? .failed : .pending,
+                         state: OutboxRow.State(stmt, at: 4) ?? .pending,
                          failureReason: stmt.text(5).flatMap(MessageFailureReason.init(rawValue:)), attempts: stmt.int(6),
                          createdAt: stmt.int64(7), message: message, senderUid: payload["sender"]?.stringValue ?? "",
                          files: (payload["files"]?.arrayValue ?? []).compactMap(OutgoingFile.init))
@@ -102,7 +103,7 @@ enum OutboxRows {
     /// Every unsent message in compose order, or only the pending ones. A row that cannot be
     /// decoded (damaged in place) is left where it is and skipped, so it blocks nothing else.
     static func rows(pendingOnly: Bool, in db: Database) throws -> [OutboxRow] {
-        let stmt = try db.cached("SELECT \(columns) FROM outbox\(pendingOnly ? " WHERE state = 0" : "") ORDER BY seq")
+        let stmt = try db.cached("SELECT \(columns) FROM outbox\(pendingOnly ? " WHERE state = \(OutboxRow.State.pending.storedCode)" : "") ORDER BY seq")
         // Never left active (a statement in progress blocks VACUUM and checkpoints).
         defer { stmt.reset() }
         var rows: [OutboxRow] = []
@@ -131,7 +132,7 @@ enum OutboxRows {
     ///     once the transaction has committed (nothing on a refusal).
     /// How many messages wait to be sent (what the queue's cap counts).
     static func pendingCount(in db: Database) throws -> Int {
-        Int(clamping: try db.scalarInt("SELECT count(*) FROM outbox WHERE state = 0") ?? 0)
+        Int(clamping: try db.scalarInt("SELECT count(*) FROM outbox WHERE state = \(OutboxRow.State.pending.storedCode)") ?? 0)
     }
 
     static func enqueue(_ row: OutboxRow, capacity: Int, policy: PendingMessageOverflowPolicy, inFlight: Set<String>,
@@ -144,7 +145,7 @@ enum OutboxRows {
                 let queued = try pendingCount(in: db)
                 if queued >= capacity {
                     guard policy == .dropOldest else { throw Refusal(reason: .queueFull) }
-                    let candidates = try db.cached("SELECT \(columns) FROM outbox WHERE state = 0 ORDER BY seq")
+                    let candidates = try db.cached("SELECT \(columns) FROM outbox WHERE state = \(OutboxRow.State.pending.storedCode) ORDER BY seq")
                     defer { candidates.reset() }
                     while try candidates.step() {
                         let candidate = try decode(candidates)
@@ -158,7 +159,7 @@ enum OutboxRows {
                 guard try makeRoom(for: row.copiedBytes, budget: mediaBudget, removeFiles: &removing, in: db) else {
                     throw Refusal(reason: .byteOverflow)
                 }
-                try db.run("INSERT INTO outbox (\(columns)) VALUES (?, ?, ?, ?, 0, NULL, 0, ?, ?)",
+                try db.run("INSERT INTO outbox (\(columns)) VALUES (?, ?, ?, ?, \(OutboxRow.State.pending.storedCode), NULL, 0, ?, ?)",
                            .text(row.localId), .int(row.seq), .text(row.conversationId), .text(row.kind.rawValue),
                            .int(row.createdAt), .blob(row.payload))
                 for (i, file) in row.files.enumerated() {
@@ -231,13 +232,13 @@ enum OutboxRows {
     }
 
     static func markFailed(_ localId: String, _ reason: MessageFailureReason, at time: Int64, in db: Database) throws {
-        try db.run("UPDATE outbox SET state = 2, failure_reason = ?, updated_at = ? WHERE local_id = ?",
+        try db.run("UPDATE outbox SET state = \(OutboxRow.State.failed.storedCode), failure_reason = ?, updated_at = ? WHERE local_id = ?",
                    .text(reason.rawValue), .int(time), .text(localId))
     }
 
     /// Back to pending (a manual retry): the no-answer count starts again.
     static func markPending(_ localId: String, at time: Int64, in db: Database) throws {
-        try db.run("UPDATE outbox SET state = 0, failure_reason = NULL, attempts = 0, updated_at = ? WHERE local_id = ?",
+        try db.run("UPDATE outbox SET state = \(OutboxRow.State.pending.storedCode), failure_reason = NULL, attempts = 0, updated_at = ? WHERE local_id = ?",
                    .int(time), .text(localId))
     }
 

@@ -238,6 +238,15 @@ enum ThreadRows {
     /// Every lookup goes through `messages_by_conversation` (conversation, parent, time): replies
     /// are grouped by (conversation, parent) from that index alone, and each group's last reply and
     /// the participation check are found in it by prefix, never by scanning the table.
+    /// The indices of what `select` reads after the parent's columns (`t.n, r.sent_at,
+    /// r.server_id, t.cid`).
+    private enum ThreadColumn {
+        static let count = MessageRow.at.next
+        static let lastReplyAt = MessageRow.at.next + 1
+        static let lastReplyId = MessageRow.at.next + 2
+        static let conversationId = MessageRow.at.next + 3
+    }
+
     private static func select(_ filter: Filter, after start: ThreadCursor?, through end: ThreadCursor?,
                                limit: Int?) -> (String, [DatabaseValue]) {
         var inner = "parent_id > 0"
@@ -262,7 +271,8 @@ enum ThreadRows {
             outer.append("(r.sent_at > ? OR (r.sent_at = ? AND r.server_id >= ?))")
             args += [.int(Int64(end.lastReplyAt)), .int(Int64(end.lastReplyAt)), .int(Int64(end.lastReplyId))]
         }
-        let parentColumns = MessageRows.columns.split(separator: ",").map { "p." + $0.trimmingCharacters(in: .whitespaces) }
+        // The parent's columns as a cached read selects them (`MessageRow.read`), then `ThreadColumn`.
+        let parentColumns = MessageRow.read.map { "p." + $0.rawValue }
         let sql = """
             SELECT \(parentColumns.joined(separator: ", ")), t.n, r.sent_at, r.server_id, t.cid
             FROM (SELECT conversation_id AS cid, parent_id AS pid, count(*) AS n FROM messages WHERE \(inner)
@@ -286,7 +296,8 @@ enum ThreadRows {
         try stmt.bind(args)
         var rows: [(parent: BaseMessage, count: Int, lastAt: Int, lastId: Int)] = []
         while try stmt.step() {
-            rows.append((try MessageRows.decode(stmt, decoder), stmt.int(6), stmt.int(7), stmt.int(8)))
+            rows.append((try MessageRows.decode(stmt, decoder), stmt.int(ThreadColumn.count), stmt.int(ThreadColumn.lastReplyAt),
+                         stmt.int(ThreadColumn.lastReplyId)))
         }
         return try rows.map { row in
             let reply = try MessageRows.message(id: row.lastId, decoder: decoder, in: db)
@@ -333,8 +344,8 @@ enum ThreadRows {
         try stmt.bind(args)
         var gone: [(parent: Int, conversation: String)] = []
         while try stmt.step() {
-            let parent = stmt.int(5)
-            if !keep.contains(parent) { gone.append((parent, stmt.text(9) ?? "")) }
+            let parent = stmt.int(MessageRow.at.serverId)
+            if !keep.contains(parent) { gone.append((parent, stmt.text(ThreadColumn.conversationId) ?? "")) }
         }
         var removed: [MessageID] = []
         for (parent, conversation) in gone {

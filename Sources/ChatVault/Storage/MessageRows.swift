@@ -124,8 +124,6 @@ package enum MessageRows {
         ConversationID(scope, me: me).rawValue
     }
 
-    static let statusCodes: [MessageStatus] = [.pending, .sending, .sent, .delivered, .read, .failed]
-
     /// The lifecycle status of a server message as the logged-in user sees it.
     static func status(of m: BaseMessage, me: String) -> MessageStatus {
         guard m.senderUid == me else { return .sent }
@@ -135,20 +133,16 @@ package enum MessageRows {
     }
 
     /// Inserts or updates a server message (by server id), keeping its local id when it has one.
-    /// `messages.source`: 1 for a message the catch-up sync brought, 0 otherwise.
-    static func sourceCode(_ source: MessageSource) -> Int64 { source == .sync ? 1 : 0 }
-
-    /// The `MessageSource` a `messages.source` value stands for.
-    static func source(code: Int) -> MessageSource { code == 1 ? .sync : .realtime }
-
     static func upsert(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, in db: Database) throws {
         let wire = try keepingProgress(wire, m, me: me, in: db) ?? wire
+        let row = MessageRow(wire, m, me: me, source: source)
         let update = try db.cached(updateSQL)
-        try bindRow(update, wire, m, me: me, source: source)
-        try update.bind(.int(Int64(m.id)), at: 15)
+        try row.bindUpdate(to: update)
         while try update.step() {}
         if db.changes > 0 { return }
-        try insert(wire, m, me: me, source: source, statement: try db.cached(insertSQL))
+        let insert = try db.cached(insertSQL)
+        try row.bindInsert(to: insert)
+        while try insert.step() {}
     }
 
     /// The receipt times that never go back: a message's delivery and read by its other side,
@@ -192,63 +186,33 @@ package enum MessageRows {
     ///   sync encodes a page's payloads before its transaction, off the writer).
     static func update(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, encoded: [UInt8]? = nil,
                        statement update: Statement) throws {
-        try bindRow(update, wire, m, me: me, source: source, encoded: encoded)
-        try update.bind(.int(Int64(m.id)), at: 15)
+        try MessageRow(wire, m, me: me, source: source, encoded: encoded).bindUpdate(to: update)
         while try update.step() {}
     }
 
     /// Writes a server message the cache does not hold, with `insertSQL` prepared by the caller.
     static func insert(_ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource, encoded: [UInt8]? = nil,
                        statement insert: Statement) throws {
-        try bindRow(insert, wire, m, me: me, source: source, encoded: encoded)
-        try insert.bind(.int(Int64(m.id)), at: 15)
-        try insert.bind(m.localMessageId.map { .text($0) } ?? .null, at: 16)
-        try insert.bind(.int(MessageClusters.base(of: m.conversationId)), at: 17)
+        try MessageRow(wire, m, me: me, source: source, encoded: encoded).bindInsert(to: insert)
         while try insert.step() {}
     }
 
-    static let updateSQL = """
-        UPDATE messages SET conversation_id = ?, parent_id = ?, sender_id = ?, receiver_id = ?, receiver_type = ?,
-            category = ?, type = ?, sent_at = ?, updated_at = ?, deleted_at = ?, status = ?, source = ?, flags = ?, payload = ?
-        WHERE server_id = ?
-        """
+    /// Parameter n is `MessageRow.updated[n - 1]`.
+    static let updateSQL = MessageRow.updateSQL
 
-    /// Parameters 1…16: the row; 17: its conversation's cluster (`MessageClusters`).
-    static let insertSQL = MessageClusters.insertSQL(columns: [
-        "conversation_id", "parent_id", "sender_id", "receiver_id", "receiver_type", "category", "type", "sent_at",
-        "updated_at", "deleted_at", "status", "source", "flags", "payload", "server_id", "local_id",
-    ])
+    /// Parameter n is `MessageRow.inserted[n - 1]` (the cluster key last: `MessageClusters`).
+    static let insertSQL = MessageRow.insertSQL
 
-    /// Binds parameters 1...14 of `updateSQL` / `insertSQL` (the row's columns, then its payload).
-    private static func bindRow(_ stmt: Statement, _ wire: JSONValue, _ m: BaseMessage, me: String, source: MessageSource,
-                                encoded: [UInt8]? = nil) throws {
-        let status = Int64(statusCodes.firstIndex(of: status(of: m, me: me)) ?? 2)
-        try stmt.bind(.text(m.conversationId), at: 1)
-        try stmt.bind(.int(Int64(m.parentMessageId)), at: 2)
-        try stmt.bind(.text(m.senderUid), at: 3)
-        try stmt.bind(.text(m.receiverUid), at: 4)
-        try stmt.bind(.text(m.receiverType.rawValue), at: 5)
-        try stmt.bind(.text(m.messageCategory.rawValue), at: 6)
-        try stmt.bind(.text(wire["type"]?.stringValue ?? m.messageType.rawValue), at: 7)
-        try stmt.bind(.int(Int64(m.sentAt)), at: 8)
-        try stmt.bind(.int(Int64(clampingWire: m.updatedAt)), at: 9)
-        try stmt.bind(.int(Int64(clampingWire: m.deletedAt)), at: 10)
-        try stmt.bind(.int(status), at: 11)
-        try stmt.bind(.int(sourceCode(source)), at: 12)
-        try stmt.bind(.int(MessageFlags.of(m, me: me)), at: 13)
-        try stmt.bind(.blob(encoded ?? BinaryJSON.encode(wire)), at: 14)
-    }
-
-    static let columns = "payload, status, source, local_id, sent_at, server_id"
+    /// What a cached read selects (`MessageRow.read`), in that order.
+    static let columns = MessageRow.read.map(\.rawValue).joined(separator: ", ")
 
     /// Decodes a row selected with `columns`.
     static func decode(_ stmt: Statement, _ decoder: WireDecoder) throws -> BaseMessage {
-        guard let bytes = stmt.blob(0), let object = try BinaryObject(payload: bytes) else { throw BinaryJSON.Malformed() }
+        guard let bytes = stmt.blob(MessageRow.at.payload), let object = try BinaryObject(payload: bytes) else { throw BinaryJSON.Malformed() }
         let message = try decoder.message(stored: object)
-        let status = stmt.int(1)
-        message.messageStatus = statusCodes.indices.contains(status) ? statusCodes[status] : .sent
-        message.source = source(code: stmt.int(2))
-        if let local = stmt.text(3) { message.localMessageId = local }
+        message.messageStatus = MessageStatus(stmt, at: MessageRow.at.status) ?? .sent
+        message.source = MessageSource(stmt, at: MessageRow.at.source) ?? .realtime
+        if let local = stmt.text(MessageRow.at.localId) { message.localMessageId = local }
         return message
     }
 
@@ -282,7 +246,7 @@ package enum MessageRows {
             var read = 0
             while try stmt.step() {
                 read += 1
-                bound = MessageCursor(sentAt: stmt.int(4), id: stmt.int(5))
+                bound = MessageCursor(sentAt: stmt.int(MessageRow.at.sentAt), id: stmt.int(MessageRow.at.serverId))
                 let message = try decode(stmt, decoder)
                 if !filter.needsSwiftCheck || filter.admits(message, blocked: blocked) {
                     out.append(message)
@@ -319,7 +283,7 @@ package enum MessageRows {
         try stmt.bind(args)
         var gone: [Int64] = []
         while try stmt.step() {
-            let id = stmt.int(5)
+            let id = stmt.int(MessageRow.at.serverId)
             guard !keep.contains(id) else { continue }
             if filter.needsSwiftCheck, let message = try? decode(stmt, decoder), !filter.admits(message, blocked: blocked) { continue }
             gone.append(Int64(id))

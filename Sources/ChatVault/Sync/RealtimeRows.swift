@@ -66,7 +66,7 @@ enum RealtimeRows {
         let row: (JSONValue, MessageSource)? = try {
             defer { stmt.reset() }
             guard try stmt.step(), let bytes = stmt.blob(0), let payload = try? BinaryJSON.decode(bytes) else { return nil }
-            return (payload, MessageRows.source(code: stmt.int(1)))
+            return (payload, MessageSource(stmt, at: 1) ?? .realtime)
         }()
         guard let (payload, source) = row, case .object(var fields) = payload else { return }
         let count = fields["replyCount"]?.intValue ?? 0
@@ -87,7 +87,7 @@ enum RealtimeRows {
         try stmt.bind([.int(Int64(serverId))])
         defer { stmt.reset() }
         guard try stmt.step() else { return nil }
-        return CachedRow(source: MessageRows.source(code: stmt.int(0)), flags: stmt.int64(1))
+        return CachedRow(source: MessageSource(stmt, at: 0) ?? .realtime, flags: stmt.int64(1))
     }
 
     /// Whether a message becomes its conversation's last message (as the server lists it).
@@ -248,11 +248,11 @@ enum RealtimeRows {
         }
         // Someone else received or read the user's messages (one-to-one conversations only).
         guard receipt.receiverType == .user else { return }
-        let target = MessageRows.statusCodes.firstIndex(of: receipt.receiptType == .read ? .read : .delivered) ?? 4
+        let target = (receipt.receiptType == .read ? MessageStatus.read : .delivered).storedCode
         let rows = try select("""
             SELECT payload, source FROM messages WHERE conversation_id = ? AND server_id IS NOT NULL AND server_id <= ?
                 AND sender_id = ? AND status < ?
-            """, [.text(receipt.conversationId), .int(Int64(receipt.messageId)), .text(me), .int(Int64(target))], in: db)
+            """, [.text(receipt.conversationId), .int(Int64(receipt.messageId)), .text(me), .int(target)], in: db)
         _ = try rewrite(rows, me: me, limits: limits, in: db) { fields in
             if receipt.receiptType == .read { fields["readAt"] = time }
             if fields["deliveredAt"]?.doubleValue ?? 0 == 0 { fields["deliveredAt"] = time }
@@ -284,7 +284,7 @@ enum RealtimeRows {
         var out: [(JSONValue, MessageSource)] = []
         while try stmt.step() {
             guard let bytes = stmt.blob(0), let payload = try? BinaryJSON.decode(bytes) else { continue }
-            out.append((payload, MessageRows.source(code: stmt.int(1))))
+            out.append((payload, MessageSource(stmt, at: 1) ?? .realtime))
         }
         return out
     }

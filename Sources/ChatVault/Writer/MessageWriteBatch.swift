@@ -88,7 +88,7 @@ final class MessageWriteBatch {
         try cachedRow.bind(.int(Int64(serverId)), at: 1)
         defer { cachedRow.reset() }
         guard try cachedRow.step() else { return nil }
-        return RealtimeRows.CachedRow(source: MessageRows.source(code: cachedRow.int(0)), flags: cachedRow.int64(1))
+        return RealtimeRows.CachedRow(source: MessageSource(cachedRow, at: 0) ?? .realtime, flags: cachedRow.int64(1))
     }
 
     private func touch(_ wire: JSONValue, _ m: BaseMessage, newlyCached: Bool, previousFlags: Int64?) throws {

@@ -226,7 +226,7 @@ extension OfflineVault {
     private static func replaceCached(_ wire: JSONValue, _ message: BaseMessage, me: String, in db: Database) throws -> Bool {
         try db.transaction {
             guard let source = try db.scalarInt("SELECT source FROM messages WHERE server_id = ?", .int(Int64(message.id))) else { return false }
-            try MessageWriteBatch.storeServerCopy(wire, message, me: me, source: MessageRows.source(code: Int(clamping: source)), in: db)
+            try MessageWriteBatch.storeServerCopy(wire, message, me: me, source: MessageSource(storedCode: source) ?? .realtime, in: db)
             return true
         }
     }
