@@ -86,17 +86,24 @@ enum EnqueueOutcome: Sendable {
 
 /// The outbox's SQL. Every function runs on the writer connection.
 enum OutboxRows {
-    static let columns = "local_id, seq, conversation_id, kind, state, failure_reason, attempts, created_at, payload"
+    /// The columns of `outbox` an `OutboxRow` is read from (and inserted into), in order.
+    enum Column: String, RowColumns {
+        case localId = "local_id", seq, conversationId = "conversation_id", kind, state, failureReason = "failure_reason",
+             attempts, createdAt = "created_at", payload
+    }
+
+    static let columns = Column.list
 
     static func decode(_ stmt: Statement) throws -> OutboxRow {
-        guard let localId = stmt.text(0), let kind = OutboxKind(rawValue: stmt.text(3) ?? ""),
-              let bytes = stmt.blob(8) else { throw BinaryJSON.Malformed() }
+        guard let localId = stmt.text(Column.localId.index), let kind = OutboxKind(rawValue: stmt.text(Column.kind.index) ?? ""),
+              let bytes = stmt.blob(Column.payload.index) else { throw BinaryJSON.Malformed() }
         let payload = try BinaryJSON.decode(bytes)
         guard let message = payload["message"] else { throw BinaryJSON.Malformed() }
-        return OutboxRow(localId: localId, seq: stmt.int64(1), conversationId: stmt.text(2) ?? "", kind: kind,
-                         state: OutboxRow.State(stmt, at: 4) ?? .pending,
-                         failureReason: stmt.text(5).flatMap(MessageFailureReason.init(rawValue:)), attempts: stmt.int(6),
-                         createdAt: stmt.int64(7), message: message, senderUid: payload["sender"]?.stringValue ?? "",
+        return OutboxRow(localId: localId, seq: stmt.int64(Column.seq.index), conversationId: stmt.text(Column.conversationId.index) ?? "",
+                         kind: kind, state: OutboxRow.State(stmt, at: Column.state.index) ?? .pending,
+                         failureReason: stmt.text(Column.failureReason.index).flatMap(MessageFailureReason.init(rawValue:)),
+                         attempts: stmt.int(Column.attempts.index), createdAt: stmt.int64(Column.createdAt.index), message: message,
+                         senderUid: payload["sender"]?.stringValue ?? "",
                          files: (payload["files"]?.arrayValue ?? []).compactMap(OutgoingFile.init))
     }
 

@@ -155,12 +155,17 @@ enum ConversationRows {
         return out
     }
 
-    static let columns = "payload, updated_at, id"
+    /// The columns a cached read of conversations selects, in order.
+    enum Column: String, RowColumns {
+        case payload, updatedAt = "updated_at", id
+    }
+
+    static let columns = Column.list
 
     /// Decodes a row selected with `columns`. The blocked-users list, kept fresher than the
     /// payload by `blockUsers` and each sync, marks the other side as blocked by me.
     static func decode(_ stmt: Statement, _ decoder: WireDecoder, me: String, blocked: Set<String>) throws -> Conversation {
-        guard let bytes = stmt.blob(0) else { throw BinaryJSON.Malformed() }
+        guard let bytes = stmt.blob(Column.payload.index) else { throw BinaryJSON.Malformed() }
         let conversation = try decoder.conversation(try BinaryJSON.decode(bytes))
         finish(conversation, me: me, blocked: blocked)
         return conversation
@@ -206,7 +211,7 @@ enum ConversationRows {
             var read = 0
             while try stmt.step() {
                 read += 1
-                bound = ConversationCursor(updatedAt: stmt.int64(1), id: stmt.text(2) ?? "")
+                bound = ConversationCursor(updatedAt: stmt.int64(Column.updatedAt.index), id: stmt.text(Column.id.index) ?? "")
                 let conversation = try decode(stmt, decoder, me: me, blocked: blocked)
                 if filter.admits(conversation, blocked: blocked) {
                     out.append(conversation)
@@ -231,7 +236,7 @@ enum ConversationRows {
         try stmt.bind(values + rangeArgs)
         var gone: [String] = []
         while try stmt.step() {
-            guard let id = stmt.text(2), !keep.contains(id) else { continue }
+            guard let id = stmt.text(Column.id.index), !keep.contains(id) else { continue }
             // A row that no longer decodes is stale whatever the filter says.
             if let conversation = try? decode(stmt, decoder, me: me, blocked: blocked), !filter.admits(conversation, blocked: blocked) {
                 continue

@@ -47,3 +47,19 @@ extension MessageSource: StoredCode {
 extension OutboxRow.State: StoredCode {
     static let storedCodes: [(value: OutboxRow.State, code: Int64)] = [(.pending, 0), (.failed, 2)]
 }
+
+/// A table's columns as an enum whose case order is the order a read selects them: `list` is the
+/// SQL column list and `index` a column's position in it, both from the one declaration, so no
+/// read decodes by a positional literal.
+///
+///     enum OutboxColumn: String, RowColumns { case localId = "local_id", seq, … }
+///     db.cached("SELECT \(OutboxColumn.list) FROM outbox"); stmt.int64(OutboxColumn.seq.index)
+protocol RowColumns: RawRepresentable<String>, CaseIterable, Hashable where AllCases == [Self] {}
+
+extension RowColumns {
+    /// The columns, comma-separated, in declaration order.
+    static var list: String { allCases.map(\.rawValue).joined(separator: ", ") }
+
+    /// The column's index in `list`.
+    var index: Int32 { Int32(Self.allCases.firstIndex(of: self) ?? 0) }
+}
