@@ -57,29 +57,42 @@ final class BenchCommandTests: XCTestCase {
                        "the large cache is over the 1 MiB limit: checked in the background")
         for cache in caches {
             let designs = try XCTUnwrap(cache["designs"] as? [String: Any])
-            XCTAssertEqual(Set(designs.keys), ["rawKey", "loginSecretService", "loginFile"])
+            XCTAssertEqual(Set(designs.keys), ["rawKey", "secretServiceLookup", "loginSecretService", "loginFile"])
             for (name, value) in designs {
                 let design = try XCTUnwrap(value as? [String: Any])
                 XCTAssertEqual(number(design["runs"]), 2, "\(name).runs")
                 XCTAssertGreaterThan(number(design["medianMs"]) ?? 0, 0, "\(name).medianMs")
                 XCTAssertGreaterThanOrEqual(number(design["p90Ms"]) ?? 0, number(design["medianMs"]) ?? .infinity)
-                XCTAssertEqual(number(design["logoutMedianMs"]) != nil, name != "rawKey", "\(name): logout is timed after logins only")
+                XCTAssertEqual(number(design["logoutMedianMs"]) != nil, name.hasPrefix("login"), "\(name): logout is timed after logins only")
             }
             let ratios = try XCTUnwrap(cache["ratios"] as? [String: Any])
             XCTAssertGreaterThan(number(ratios["loginSecretServiceOverRawKey"]) ?? 0, 0)
             XCTAssertGreaterThan(number(ratios["loginFileOverRawKey"]) ?? 0, 0)
         }
 
+        // The budgets: each cache's logins against their floors measured in the same run.
         let budget = try XCTUnwrap(report["budget"] as? [String: Any])
-        XCTAssertEqual(number(budget["rawKeyMedianMs"]), 5)
-        XCTAssertEqual(number(budget["minSpeedupOverPassphrase"]), 10)
-        XCTAssertEqual(number(budget["firstLoginMedianMs"]), 5)
-        XCTAssertEqual(number(budget["maxFirstLoginOverRawKey"]), 3)
-        XCTAssertNotNil(budget["firstLoginMedianWithinBudget"] as? Bool)
-        XCTAssertNotNil(budget["firstLoginRatioWithinBudget"] as? Bool)
+        XCTAssertEqual(number(budget["maxLoginFileOverRawKey"]), 3)
+        XCTAssertEqual(number(budget["secretServiceAllowanceMs"]), 2)
+        XCTAssertEqual(number(budget["maxFirstLoginMs"]), 25)
+        let checked = try XCTUnwrap(budget["caches"] as? [[String: Any]])
+        XCTAssertEqual(checked.map { number($0["messages"]) }, [1000, 8000])
+        for (cache, figures) in zip(caches, checked) {
+            let designs = try XCTUnwrap(cache["designs"] as? [String: Any])
+            func median(_ name: String) throws -> Double { try XCTUnwrap(number((designs[name] as? [String: Any])?["medianMs"]), name) }
+            let raw = try median("rawKey"), lookup = try median("secretServiceLookup")
+            let file = try median("loginFile"), secretService = try median("loginSecretService")
+            XCTAssertEqual(try XCTUnwrap(number(figures["loginFileOverRawKey"])), file / raw, accuracy: file / raw * 0.01)
+            XCTAssertEqual(try XCTUnwrap(number(figures["maxLoginSecretServiceMs"])), file + lookup + 2, accuracy: 0.01)
+            XCTAssertEqual(figures["fileWithinBudget"] as? Bool, file / raw <= 3)
+            XCTAssertEqual(figures["secretServiceWithinBudget"] as? Bool, secretService <= file + lookup + 2)
+            XCTAssertEqual(figures["absoluteWithinBudget"] as? Bool, file <= 25 && secretService <= 25)
+        }
+        let checks = try ["fileWithinBudget", "secretServiceWithinBudget", "absoluteWithinBudget"].map { field in
+            try XCTUnwrap(budget[field] as? Bool, "budget.\(field)")
+        }
         let within = try XCTUnwrap(budget["withinBudget"] as? Bool)
-        XCTAssertNotNil(budget["rawKeyMedianWithinBudget"] as? Bool)
-        XCTAssertNotNil(budget["speedupWithinBudget"] as? Bool)
+        XCTAssertEqual(within, !checks.contains(false))
         let failures = try XCTUnwrap(budget["failures"] as? [Any])
         XCTAssertEqual(within, failures.isEmpty, "withinBudget disagrees with failures")
         XCTAssertEqual(run.status, within ? 0 : 1, "the exit status must follow budget.withinBudget")
@@ -95,8 +108,9 @@ final class BenchCommandTests: XCTestCase {
         let run = try runChatvault(["bench", "open", "--runs", "1", "--messages", "40", "--large-messages", "2000"], environment: ["TMPDIR": tmp])
         XCTAssertTrue([0, 1].contains(run.status), "exit status \(run.status); stderr: \(run.stderr)")
         let text = String(decoding: run.stdout, as: UTF8.self)
-        for expected in ["passphrase / raw key", "raw key / plaintext", "budget:", "plaintext", "first login → ready, Secret Service",
-                         "first login → ready, file key store", "bare raw-key open", "fresh subprocess"] {
+        for expected in ["passphrase / raw key", "raw key / plaintext", "budget (", "plaintext", "first login → ready, Secret Service",
+                         "first login → ready, file key store", "floor: bare raw-key open", "floor: a lone Secret Service key lookup",
+                         "fresh subprocess"] {
             XCTAssertTrue(text.contains(expected), "the table lacks '\(expected)':\n\(text)")
         }
         // No message text (the synthetic bodies) and no key hex anywhere in the output.

@@ -27,6 +27,7 @@ final class MediaBenchTests: XCTestCase {
         }
         let ratio = try XCTUnwrap(number(download["encryptedOverPlaintext"]))
         XCTAssertEqual(ratio, try XCTUnwrap(medians["plaintext"]) / XCTUnwrap(medians["encrypted"]), accuracy: ratio * 0.01)
+        let plaintextRate = try XCTUnwrap(medians["plaintext"])
 
         let hydration = try XCTUnwrap(report["hydration"] as? [String: Any])
         XCTAssertEqual(number(hydration["pageMessages"]), 30)
@@ -41,10 +42,25 @@ final class MediaBenchTests: XCTestCase {
             if cache == "encrypted" { hydratedPage = whole }
         }
 
+        // The floors, measured beside the downloads: AES-256-GCM and a tmpfs write of 1 MiB.
+        let floors = try XCTUnwrap(report["floors"] as? [String: Any])
+        XCTAssertEqual(floors["cipher"] as? String, "AES-256-GCM")
+        XCTAssertEqual(number(floors["samples"]), 4, "one of each per file of each run")
+        let cipher = try XCTUnwrap(number(floors["cipherMedianMs"]))
+        let viewWrite = try XCTUnwrap(number(floors["viewWriteMedianMs"]))
+        XCTAssertGreaterThan(cipher, 0)
+        XCTAssertGreaterThan(viewWrite, 0)
+
         let budget = try XCTUnwrap(report["budget"] as? [String: Any])
-        XCTAssertEqual(number(budget["maxEncryptedOverPlaintext"]), 1.1)
+        let plainMs = try XCTUnwrap(number(budget["plaintextMsPerFile"]))
+        XCTAssertEqual(plainMs, 1_000 / plaintextRate, accuracy: plainMs * 0.01, "a 1 MiB file at the plaintext median rate")
+        XCTAssertEqual(number(budget["cipherMs"]), cipher)
+        XCTAssertEqual(number(budget["viewWriteMs"]), viewWrite)
+        XCTAssertEqual(number(budget["marginOverFloor"]), 0.1)
+        let ceiling = try XCTUnwrap(number(budget["maxEncryptedOverPlaintext"]))
+        XCTAssertEqual(ceiling, 1 + (cipher + viewWrite) / plainMs + 0.1, accuracy: 0.01)
         XCTAssertEqual(number(budget["maxHydratedPageMs"]), 1)
-        XCTAssertEqual(budget["ratioWithinBudget"] as? Bool, ratio <= 1.1)
+        XCTAssertEqual(budget["ratioWithinBudget"] as? Bool, ratio <= ceiling)
         XCTAssertEqual(budget["hydrationWithinBudget"] as? Bool, hydratedPage <= 1)
         let within = try XCTUnwrap(budget["withinBudget"] as? Bool)
         XCTAssertEqual(within, (try XCTUnwrap(budget["failures"] as? [Any])).isEmpty)
@@ -55,7 +71,7 @@ final class MediaBenchTests: XCTestCase {
     func testTheTableNamesBothMeasurements() throws {
         let run = try CLI.run(["bench", "media", "--quick"])
         XCTAssertTrue([0, 1].contains(run.status), "exit status \(run.status); stderr: \(run.stderr)")
-        for expected in ["chatvault bench media", "download and cache", "hydration", "budget:"] {
+        for expected in ["chatvault bench media", "download and cache", "hydration", "floors, beside the runs", "AES-256-GCM", "budget:"] {
             XCTAssertTrue(run.stdout.contains(expected), "the table lacks '\(expected)':\n\(run.stdout)")
         }
         XCTAssertEqual(try CLI.run(["bench", "media", "--files", "0"]).status, 2)

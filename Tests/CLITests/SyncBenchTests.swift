@@ -81,17 +81,23 @@ final class SyncBenchTests: XCTestCase {
         XCTAssertEqual(number(memory["peakAboveBaselineKiB"]), Swift.max(peak - baseline, 0))
 
         let budget = try XCTUnwrap(report["budget"] as? [String: Any])
-        XCTAssertEqual(number(budget["minMessagesPerSecond"]), 100_000)
-        XCTAssertEqual(number(budget["maxEncryptedOverPlaintext"]), 1.3)
+        XCTAssertEqual(number(budget["minShareOfFloor"]), 0.85)
+        XCTAssertEqual(number(budget["maxOverFloorRatio"]), 0.1)
+        XCTAssertEqual(number(budget["minSlowestOverFastest"]), 0.8)
         XCTAssertEqual(number(budget["maxPeakAboveBaselineMiB"]), 64)
+        XCTAssertEqual(number(budget["floorMessagesPerSecond"]), floorEncrypted)
+        let share = try XCTUnwrap(number(budget["shareOfFloor"]))
+        XCTAssertEqual(share, try XCTUnwrap(defaultRate) / floorEncrypted, accuracy: share * 0.01)
+        let floorRatio = floorPlaintext / floorEncrypted
+        XCTAssertEqual(try XCTUnwrap(number(budget["maxEncryptedOverPlaintext"])), floorRatio + 0.1, accuracy: 0.01)
         let checks = try ["rateWithinBudget", "ratioWithinBudget", "growthWithinBudget", "memoryWithinBudget"].map { field in
             try XCTUnwrap(budget[field] as? Bool, "budget.\(field)")
         }
         let within = try XCTUnwrap(budget["withinBudget"] as? Bool)
         XCTAssertEqual(within, !checks.contains(false))
         XCTAssertEqual(within, (try XCTUnwrap(budget["failures"] as? [Any])).isEmpty)
-        XCTAssertEqual(checks[0], try XCTUnwrap(defaultRate) >= 100_000, "rateWithinBudget follows the default page size's encrypted median")
-        XCTAssertEqual(checks[1], try XCTUnwrap(defaultRatio) <= 1.3)
+        XCTAssertEqual(checks[0], share >= 0.85, "rateWithinBudget follows the default page size's share of SQLite alone")
+        XCTAssertEqual(checks[1], try XCTUnwrap(defaultRatio) <= floorRatio + 0.1)
         XCTAssertEqual(run.status, within ? 0 : 1, "the exit status must follow budget.withinBudget")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scratch.path), [], "the benchmark's caches are removed")
         for output in [run.stdout, run.stderr] {

@@ -42,8 +42,9 @@ enum BenchCommand {
 ///
 /// The app-facing figures (`FirstLoginBenchmark`): the first open of a process, one fresh
 /// subprocess per run (`P` runs after 2 warm-ups, default `min(N, 20)`), timed inside the child:
-/// `OfflineVault.login` → ready with the real Secret Service and with the file key store, and the
-/// bare raw-key open (keyed open + schema check + first page, key read before the clock), on a
+/// `OfflineVault.login` → ready with the real Secret Service and with the file key store, and
+/// beside them their floors: the bare raw-key open (keyed open + schema check + first page, key
+/// read before the clock) and a lone libsecret key lookup, each in its own fresh process; on a
 /// 1,000-message cache and an `L`-message one (default 100,000; over the 1 MiB limit, so checked
 /// in the background). `logout` right after each login is timed too (reported, no budget).
 /// These runs always use the Secret Service (through `Scripts/chatvault` when none is on the bus).
@@ -58,10 +59,14 @@ enum BenchCommand {
 /// `CHATVAULT_BUILD_CONFIGURATION=release Scripts/chatvault bench open` (the output says which build
 /// ran). Compare ratios from one run; quote medians (shared/reference/performance-budget.md).
 ///
-/// Exit status: 0 when within budget (raw-key median ≤ 5 ms, passphrase median ≥ 10 × raw-key
-/// median, and every first login's median ≤ 5 ms and ≤ 3 × the bare raw-key open in a fresh
-/// process on the same cache), 1 when not (the failed checks are printed, and listed in `budget.failures`) or when the
-/// benchmark cannot run, 2 on a usage error.
+/// Budgets (shared/reference/performance-budget.md, revised 2026-12-04: ratios to floors measured
+/// in the same run), on the fresh-process medians of each cache (`FirstLoginBudget`): the
+/// file-store login ≤ 3× the bare raw-key open; the Secret Service login ≤ the file-store login +
+/// the lone libsecret lookup + 2 ms; both logins ≤ 25 ms. The warm figures are reported without a
+/// budget (the revised budgets set none for them: an app never opens that way).
+///
+/// Exit status: 0 when within budget, 1 when not (each failed check said in words, beside its
+/// floor, and listed in `budget.failures`) or when the benchmark cannot run, 2 on a usage error.
 ///
 /// `--json` prints one object with these stable fields (times in milliseconds):
 ///
@@ -85,15 +90,19 @@ enum BenchCommand {
 ///                          (ratios of medians)
 ///     freshProcess         { runs, warmupRuns, caches: [ per cache, 1,000 messages first:
 ///                            { messages, databaseBytes, quickCheckDuringOpen,
-///                              designs { rawKey, loginSecretService, loginFile }, each:
+///                              designs { rawKey, secretServiceLookup, loginSecretService,
+///                                        loginFile }, each:
 ///                                runs, medianMs, p90Ms, minMs, maxMs
 ///                                (logins also logoutMedianMs, logoutP90Ms),
 ///                              ratios { loginSecretServiceOverRawKey, loginFileOverRawKey } } ] }
-///     budget               { rawKeyMedianMs: 5, minSpeedupOverPassphrase: 10, firstLoginMedianMs: 5,
-///                            maxFirstLoginOverRawKey: 3, rawKeyMedianWithinBudget,
-///                            speedupWithinBudget, firstLoginMedianWithinBudget,
-///                            firstLoginRatioWithinBudget, withinBudget,
-///                            failures: [human-readable strings] }
+///     budget               { maxLoginFileOverRawKey: 3, secretServiceAllowanceMs: 2,
+///                            maxFirstLoginMs: 25,
+///                            caches: [ per cache: { messages, rawKeyMs, loginFileMs,
+///                                      loginFileOverRawKey, fileWithinBudget, lookupMs,
+///                                      loginSecretServiceMs, maxLoginSecretServiceMs,
+///                                      secretServiceWithinBudget, absoluteWithinBudget } ],
+///                            fileWithinBudget, secretServiceWithinBudget, absoluteWithinBudget,
+///                            withinBudget, failures: [human-readable strings] }
 ///
 /// Prints no key material and no message text (the rows are synthetic anyway).
 enum OpenBenchCommand {
@@ -101,8 +110,6 @@ enum OpenBenchCommand {
     static let defaultMessages = 1_000
     static let warmups = 2
     static let maxPassphraseRuns = 15
-    static let budgetMedianMs = 5.0
-    static let budgetSpeedup = 10.0
 
     static func run(_ raw: [String]) async throws -> Int32 {
         var args = try Arguments(raw)
@@ -163,42 +170,10 @@ struct OpenBenchReport: BudgetedReport {
     var rawKeyOverPlaintext: Double { rawKey.medianMs / plaintext.medianMs }
     var fullProcedureOverRawKey: Double { fullProcedure.medianMs / rawKey.medianMs }
 
-    var medianWithinBudget: Bool { rawKey.medianMs <= OpenBenchCommand.budgetMedianMs }
-    var speedupWithinBudget: Bool { passphraseOverRawKey >= OpenBenchCommand.budgetSpeedup }
-    /// Every first login (each cache, each key store): median ≤ 5 ms.
-    var firstLoginMedianWithinBudget: Bool { firstLoginFailures.median.isEmpty }
-    /// Every first login: median ≤ 3 × the bare raw-key open measured beside it.
-    var firstLoginRatioWithinBudget: Bool { firstLoginFailures.ratio.isEmpty }
-    var withinBudget: Bool { medianWithinBudget && speedupWithinBudget && firstLoginMedianWithinBudget && firstLoginRatioWithinBudget }
-
-    private var firstLoginFailures: (median: [String], ratio: [String]) {
-        var median: [String] = [], ratioFailures: [String] = []
-        for cache in firstLogin {
-            for series in [FirstLoginBenchmark.Series.loginSecretService, .loginFile] {
-                guard let login = cache.result(series) else { continue }
-                let what = "first login (\(series == .loginFile ? "file key store" : "Secret Service"), \(cache.messages) messages)"
-                if login.total.medianMs > FirstLoginBenchmark.budgetMedianMs {
-                    median.append("\(what) median \(ms(login.total.medianMs)) ms is above the \(Int(FirstLoginBenchmark.budgetMedianMs)) ms budget")
-                }
-                if !(cache.ratio(series) <= FirstLoginBenchmark.budgetOverRawKey) {
-                    ratioFailures.append("\(what) is \(ratio(cache.ratio(series))) the bare raw-key open in a fresh process, above \(ratio(FirstLoginBenchmark.budgetOverRawKey))")
-                }
-            }
-        }
-        return (median, ratioFailures)
-    }
-
-    var failures: [String] {
-        var out: [String] = []
-        if !medianWithinBudget {
-            out.append("raw-key open median \(ms(rawKey.medianMs)) ms is above the \(Int(OpenBenchCommand.budgetMedianMs)) ms budget")
-        }
-        if !speedupWithinBudget {
-            out.append("raw-key open is only \(ratio(passphraseOverRawKey)) faster than the passphrase design, below the required \(ratio(OpenBenchCommand.budgetSpeedup))")
-        }
-        let firstLogin = firstLoginFailures
-        return out + firstLogin.median + firstLogin.ratio
-    }
+    /// The verdict: the first-login budgets on each cache's fresh-process medians.
+    var budget: FirstLoginBudget { FirstLoginBudget(caches: firstLogin.map(\.budgetFigures)) }
+    var withinBudget: Bool { budget.withinBudget }
+    var failures: [String] { budget.failures }
 
     var json: JSON {
         func design(_ r: OpenBenchmark.Result, pages: Int, extra: [(String, JSON)] = []) -> JSON {
@@ -241,14 +216,22 @@ struct OpenBenchReport: BudgetedReport {
                 ("caches", .array(firstLogin.map(freshProcessJSON))),
             ])),
             ("budget", .object([
-                ("rawKeyMedianMs", .int(Int(OpenBenchCommand.budgetMedianMs))),
-                ("minSpeedupOverPassphrase", .int(Int(OpenBenchCommand.budgetSpeedup))),
-                ("firstLoginMedianMs", .int(Int(FirstLoginBenchmark.budgetMedianMs))),
-                ("maxFirstLoginOverRawKey", .int(Int(FirstLoginBenchmark.budgetOverRawKey))),
-                ("rawKeyMedianWithinBudget", .bool(medianWithinBudget)),
-                ("speedupWithinBudget", .bool(speedupWithinBudget)),
-                ("firstLoginMedianWithinBudget", .bool(firstLoginMedianWithinBudget)),
-                ("firstLoginRatioWithinBudget", .bool(firstLoginRatioWithinBudget)),
+                ("maxLoginFileOverRawKey", .double(FirstLoginBenchmark.budgetOverRawKey)),
+                ("secretServiceAllowanceMs", .double(FirstLoginBenchmark.budgetSecretServiceAllowanceMs)),
+                ("maxFirstLoginMs", .double(FirstLoginBenchmark.budgetMedianMs)),
+                ("caches", .array(budget.caches.map { c in
+                    .object([
+                        ("messages", .int(c.messages)), ("rawKeyMs", .double(c.rawKeyMs)), ("loginFileMs", .double(c.loginFileMs)),
+                        ("loginFileOverRawKey", .double(c.loginFileOverRawKey)), ("fileWithinBudget", .bool(c.fileWithinBudget)),
+                        ("lookupMs", .double(c.lookupMs)), ("loginSecretServiceMs", .double(c.loginSecretServiceMs)),
+                        ("maxLoginSecretServiceMs", .double(c.maxLoginSecretServiceMs)),
+                        ("secretServiceWithinBudget", .bool(c.secretServiceWithinBudget)),
+                        ("absoluteWithinBudget", .bool(c.absoluteWithinBudget)),
+                    ])
+                })),
+                ("fileWithinBudget", .bool(budget.fileWithinBudget)),
+                ("secretServiceWithinBudget", .bool(budget.secretServiceWithinBudget)),
+                ("absoluteWithinBudget", .bool(budget.absoluteWithinBudget)),
                 ("withinBudget", .bool(withinBudget)),
                 ("failures", .array(failures.map { .string($0) })),
             ])),
@@ -309,7 +292,7 @@ struct OpenBenchReport: BudgetedReport {
             let check = cache.quickCheckDuringOpen ? "quick_check in open" : "quick_check in background"
             for r in cache.results {
                 fresh.rows.append(["\(cache.messages) msgs, \(mib), \(check)", r.series.title, String(r.total.runs), ms(r.total.medianMs), ms(r.total.p90Ms),
-                                   r.series == .rawKey ? "-" : ratio(cache.ratio(r.series)),
+                                   [.rawKey, .secretServiceLookup].contains(r.series) ? "-" : ratio(cache.ratio(r.series)),
                                    r.logout.map { ms($0.medianMs) } ?? "-", r.logout.map { ms($0.p90Ms) } ?? "-"])
             }
         }
@@ -318,10 +301,13 @@ struct OpenBenchReport: BudgetedReport {
         let limitMiB = String(format: "%g", Double(StoreConfiguration.defaultSynchronousIntegrityCheckLimit) / 1_048_576)
         lines.append("full procedure: lock, manifest, key lookup and check, writer + reader, schema check"
                      + (fixture.quickCheckDuringOpen ? ", quick_check (cache ≤ \(limitMiB) MiB)" : " (quick_check in the background: cache > \(limitMiB) MiB)") + ", cipher proof")
-        lines.append("budget: raw-key median \(ms(rawKey.medianMs)) ms ≤ \(Int(OpenBenchCommand.budgetMedianMs)) ms: \(medianWithinBudget ? "ok" : "FAILED")")
-        lines.append("budget: passphrase / raw key \(ratio(passphraseOverRawKey)) ≥ \(ratio(OpenBenchCommand.budgetSpeedup)): \(speedupWithinBudget ? "ok" : "FAILED")")
-        lines.append("budget: first login median ≤ \(Int(FirstLoginBenchmark.budgetMedianMs)) ms: \(firstLoginMedianWithinBudget ? "ok" : "FAILED")")
-        lines.append("budget: first login ≤ \(ratio(FirstLoginBenchmark.budgetOverRawKey)) the bare raw-key open (fresh process): \(firstLoginRatioWithinBudget ? "ok" : "FAILED")")
+        lines.append("warm figures: no budget (the revised budgets of 2026-12-04 check the first open of a process)")
+        for c in budget.caches {
+            let cache = "\(c.messages) msgs"
+            lines.append("budget (\(cache)): file-store login \(ms(c.loginFileMs)) ms = \(ratio(c.loginFileOverRawKey)) the floor, the bare raw-key open \(ms(c.rawKeyMs)) ms; ≤ \(ratio(FirstLoginBenchmark.budgetOverRawKey)): \(c.fileWithinBudget ? "ok" : "FAILED")")
+            lines.append("budget (\(cache)): Secret Service login \(ms(c.loginSecretServiceMs)) ms ≤ file-store login \(ms(c.loginFileMs)) + the floor, a lone libsecret lookup \(ms(c.lookupMs)), + \(ms(FirstLoginBenchmark.budgetSecretServiceAllowanceMs)) = \(ms(c.maxLoginSecretServiceMs)) ms: \(c.secretServiceWithinBudget ? "ok" : "FAILED")")
+            lines.append("budget (\(cache)): both logins ≤ \(Int(FirstLoginBenchmark.budgetMedianMs)) ms: \(c.absoluteWithinBudget ? "ok" : "FAILED")")
+        }
         lines.append(withinBudget ? "within budget" : "NOT within budget: " + failures.joined(separator: "; "))
         return lines.joined(separator: "\n")
     }
@@ -336,10 +322,10 @@ struct OpenBenchReport: BudgetedReport {
     }
 
     private func ms(_ value: Double) -> String {
-        String(format: value < 10 ? "%.3f" : "%.1f", value)
+        value.isFinite ? String(format: value < 10 ? "%.3f" : "%.1f", value) : "n/a"
     }
 
     private func ratio(_ value: Double) -> String {
-        String(format: value < 10 ? "%.2f×" : "%.0f×", value)
+        value.isFinite ? String(format: value < 10 ? "%.2f×" : "%.0f×", value) : "n/a"
     }
 }

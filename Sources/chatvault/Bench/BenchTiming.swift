@@ -71,22 +71,28 @@ struct TimingSummary: Sendable {
     }
 }
 
-/// A benchmark's report that checks budgets.
-protocol BudgetedReport {
-    var json: JSON { get }
-    var table: String { get }
+/// A verdict on budgets: whether they all hold, and the failed checks in words.
+protocol BudgetVerdict {
     var withinBudget: Bool { get }
     /// The failed checks, human-readable.
     var failures: [String] { get }
+}
+
+extension BudgetVerdict {
+    /// The benchmark's exit status for this verdict: 0 within budget, 1 when a budget is missed.
+    var exitStatus: Int32 { withinBudget ? 0 : 1 }
+}
+
+/// A benchmark's report that checks budgets.
+protocol BudgetedReport: BudgetVerdict {
+    var json: JSON { get }
+    var table: String { get }
 }
 
 /// Prints the report (`--json` or the table) and returns the exit status: 0 within budget, 1 when
 /// not (the failed checks also go to standard error).
 func finish(_ report: some BudgetedReport, json: Bool) -> Int32 {
     emit(json ? report.json.render() : report.table)
-    guard report.withinBudget else {
-        complain("over budget: " + report.failures.joined(separator: "; "))
-        return 1
-    }
-    return 0
+    if !report.withinBudget { complain("over budget: " + report.failures.joined(separator: "; ")) }
+    return report.exitStatus
 }
