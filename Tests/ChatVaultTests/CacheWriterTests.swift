@@ -10,13 +10,7 @@ import VaultStore
 /// published to the subscribers in commit order.
 final class CacheWriterTests: XCTestCase, Polling {
     func harness() async throws -> OutboxHarness {
-        let h = try OutboxHarness()
-        addTeardownBlock { await h.vault.logout() }
-        await h.login()
-        try await waitUntil("connected") { h.client.isConnected }
-        try await waitUntil("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
-        await h.vault.waitForSyncIdle()
-        return h
+        try await connectedHarness()
     }
 
     final class Heard: CometChatMessageDelegate, @unchecked Sendable {

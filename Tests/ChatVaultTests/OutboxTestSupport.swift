@@ -220,3 +220,20 @@ func fillWithReceivedMessages(_ cache: VaultCache) throws {
         }
     }
 }
+
+extension Polling where Self: XCTestCase {
+    /// A vault logged in as alice over the simulator, connected, its first catch-up sweep over (it
+    /// writes the server's conversation list) before the events under test arrive, logged out at
+    /// the test's end (nothing of the engine keeps working past it); eviction runs `evictionDelay`
+    /// after writes.
+    func connectedHarness(configure: @escaping (OfflineConfig.Builder) -> Void = { _ in },
+                          evictionDelay: Duration = .seconds(3600)) async throws -> OutboxHarness {
+        let h = try OutboxHarness(configure: configure) { $0.evictionDelay = evictionDelay }
+        addTeardownBlock { await h.vault.logout() }
+        await h.login()
+        try await waitUntil("connected") { h.client.isConnected }
+        try await waitUntil("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
+        await h.vault.waitForSyncIdle()
+        return h
+    }
+}

@@ -44,16 +44,7 @@ final class RealtimeIngestTests: XCTestCase, Polling {
     /// after writes.
     func harness(configure: @escaping (OfflineConfig.Builder) -> Void = { _ in },
                  evictionDelay: Duration = .seconds(3600)) async throws -> OutboxHarness {
-        let h = try OutboxHarness(configure: configure) { $0.evictionDelay = evictionDelay }
-        // Nothing of this engine keeps working past the test (writes, eviction runs).
-        addTeardownBlock { await h.vault.logout() }
-        await h.login()
-        try await waitUntil("connected") { h.client.isConnected }
-        // The first catch-up sweep (it writes the server's conversation list) is over before the
-        // events under test arrive.
-        try await waitUntil("the first sweep") { h.vault.getLastSyncTimestamp() > 0 }
-        await h.vault.waitForSyncIdle()
-        return h
+        try await connectedHarness(configure: configure, evictionDelay: evictionDelay)
     }
 
     /// Waits until `recorder` heard `count` events (after the callback queue drained).
