@@ -145,7 +145,7 @@ public final class ConversationRequest: Sendable {
     ///     if case .success(let server) = result.server { reconcile(server) }
     public func fetchNext() async -> TwoPhaseResult<Conversation> {
         guard let vault else { return TwoPhaseResult(cached: nil, server: .failure(Self.noVault)) }
-        return await vault.collect { emit in await self.run(vault: vault, cachedPhase: true, emit: emit) }
+        return await vault.reads.collect { emit in await self.run(vault: vault, cachedPhase: true, emit: emit) }
     }
 
     /// The phases of `fetchNext` as they arrive; offline, the stream ends with the error.
@@ -158,7 +158,7 @@ public final class ConversationRequest: Sendable {
     ///     }
     public func nextPhases() -> AsyncThrowingStream<ReadPhase<Conversation>, any Error> {
         guard let vault else { return AsyncThrowingStream { $0.finish(throwing: Self.noVault) } }
-        return vault.phaseStream { emit in await self.run(vault: vault, cachedPhase: true, emit: emit) }
+        return vault.reads.phaseStream { emit in await self.run(vault: vault, cachedPhase: true, emit: emit) }
     }
 
     // MARK: Core
@@ -168,7 +168,7 @@ public final class ConversationRequest: Sendable {
     private func start(cachedPhase: Bool, onCached: (@Sendable ([Conversation]) -> Void)?,
                        onServer: @escaping @Sendable ([Conversation]) -> Void, onError: @escaping @Sendable (CometChatException?) -> Void) {
         guard let vault else { return CallbackExecutor.main.execute { onError(Self.noVault) } }
-        let emit = vault.deliver(onCached: onCached, onServer: onServer, onError: onError)
+        let emit = vault.reads.deliver(onCached: onCached, onServer: onServer, onError: onError)
         Task { await self.run(vault: vault, cachedPhase: cachedPhase, emit: emit) }
     }
 
@@ -223,7 +223,7 @@ public final class ConversationRequest: Sendable {
             // A hostile order must not move the edge back.
             self.paging.withLock { $0.serverPage(nextToken: wire.nextCursor, edge: Self.farEdge(of: items), start: serverStart) }
         }
-        await vault.runTwoPhase(plan, gate: gate, busy: .fail, cachedPhase: cachedPhase) { event in
+        await vault.reads.runTwoPhase(plan, gate: gate, busy: .fail, cachedPhase: cachedPhase) { event in
             // Offline, paging continues through the cache.
             if case .failed(let error) = event, error.errorCode == OfflineErrorCode.internetUnavailable.rawValue,
                let edge = Self.farEdge(of: cachedSeen.withLock({ $0 })) {

@@ -222,20 +222,20 @@ public final class MessagesRequest: Sendable {
             let error = CometChatException(.userNotLoggedIn, "no OfflineVault: pass one to the builder or set CometChat.offlineVault")
             return CallbackExecutor.main.execute { onError(error) }
         }
-        let emit = vault.deliver(onCached: onCached, onServer: onServer, onError: onError)
+        let emit = vault.reads.deliver(onCached: onCached, onServer: onServer, onError: onError)
         Task { await self.run(direction, vault: vault, cachedPhase: cachedPhase, emit: emit) }
     }
 
     private func collecting(_ direction: PageDirection) async -> TwoPhaseResult<BaseMessage> {
         guard let vault else { return TwoPhaseResult(cached: nil, server: .failure(CometChatException(.userNotLoggedIn, "no OfflineVault"))) }
-        return await vault.collect { emit in await self.run(direction, vault: vault, cachedPhase: true, emit: emit) }
+        return await vault.reads.collect { emit in await self.run(direction, vault: vault, cachedPhase: true, emit: emit) }
     }
 
     private func streaming(_ direction: PageDirection) -> AsyncThrowingStream<ReadPhase<BaseMessage>, any Error> {
         guard let vault else {
             return AsyncThrowingStream { $0.finish(throwing: CometChatException(.userNotLoggedIn, "no OfflineVault")) }
         }
-        return vault.phaseStream { emit in await self.run(direction, vault: vault, cachedPhase: true, emit: emit) }
+        return vault.reads.phaseStream { emit in await self.run(direction, vault: vault, cachedPhase: true, emit: emit) }
     }
 
     /// One fetch: the query for this page, its plan, and cursor bookkeeping.
@@ -281,7 +281,7 @@ public final class MessagesRequest: Sendable {
         plan.downloadsMedia = true
         plan.storedMessages = { $0 }
         let cachedSeen = Mutex<[BaseMessage]>([])
-        await vault.runTwoPhase(plan, gate: gate, busy: .fail, cachedPhase: cachedPhase) { event in
+        await vault.reads.runTwoPhase(plan, gate: gate, busy: .fail, cachedPhase: cachedPhase) { event in
             switch event {
             case .cached(let items):
                 cachedSeen.withLock { $0 = items }

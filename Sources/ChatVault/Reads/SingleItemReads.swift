@@ -101,10 +101,10 @@ extension OfflineVault {
     public func getConversation(conversationWith: String, conversationType: ConversationType,
                                 listener: any ConversationDetailsListener) {
         let executor = settings.callbackExecutor
-        let plan = conversationLookup(conversationWith, conversationType)
+        let plan = reads.conversationLookup(conversationWith, conversationType)
         // The task holds `listener` strongly until the lookup has delivered its last callback.
         Task {
-            await self.runLookup(plan, cachedPhase: true) { event in
+            await self.reads.runLookup(plan, cachedPhase: true) { event in
                 switch event {
                 case .cached(let c): executor.execute { listener.onCachedConversation(c) }
                 case .server(let c): executor.execute { listener.onServerConversation(c) }
@@ -122,9 +122,9 @@ extension OfflineVault {
                                 onSuccess: @escaping @Sendable (Conversation?) -> Void,
                                 onError: @escaping @Sendable (CometChatException?) -> Void) {
         let executor = settings.callbackExecutor
-        let plan = conversationLookup(conversationWith, conversationType)
+        let plan = reads.conversationLookup(conversationWith, conversationType)
         Task {
-            await self.runLookup(plan, cachedPhase: false) { event in
+            await self.reads.runLookup(plan, cachedPhase: false) { event in
                 switch event {
                 case .cached: break
                 case .server(let c): executor.execute { onSuccess(c) }
@@ -140,7 +140,7 @@ extension OfflineVault {
     ///     let (cached, server) = await vault.getConversation(conversationWith: "bob", conversationType: .user)
     public func getConversation(conversationWith: String, conversationType: ConversationType) async
         -> (cached: Conversation?, server: Result<Conversation?, CometChatException>) {
-        await collectLookup(conversationLookup(conversationWith, conversationType))
+        await reads.collectLookup(reads.conversationLookup(conversationWith, conversationType))
     }
 
     // MARK: getMessageDetails
@@ -150,9 +150,9 @@ extension OfflineVault {
     ///     vault.getMessageDetails(42, listener: loader)
     public func getMessageDetails(_ messageId: Int, listener: any MessageDetailsListener) {
         let executor = settings.callbackExecutor
-        let plan = messageLookup(messageId)
+        let plan = reads.messageLookup(messageId)
         Task {
-            await self.runLookup(plan, cachedPhase: true) { event in
+            await self.reads.runLookup(plan, cachedPhase: true) { event in
                 switch event {
                 case .cached(let m): executor.execute { listener.onCachedMessage(m) }
                 case .server(let m): executor.execute { listener.onServerMessage(m) }
@@ -168,9 +168,9 @@ extension OfflineVault {
     public func getMessageDetails(_ messageId: Int, onSuccess: @escaping @Sendable (BaseMessage) -> Void,
                                   onError: @escaping @Sendable (CometChatException?) -> Void) {
         let executor = settings.callbackExecutor
-        let plan = messageLookup(messageId)
+        let plan = reads.messageLookup(messageId)
         Task {
-            await self.runLookup(plan, cachedPhase: false) { event in
+            await self.reads.runLookup(plan, cachedPhase: false) { event in
                 switch event {
                 case .cached: break
                 case .server(let m): executor.execute { onSuccess(m) }
@@ -184,9 +184,11 @@ extension OfflineVault {
     ///
     ///     let (cached, server) = await vault.getMessageDetails(42)
     public func getMessageDetails(_ messageId: Int) async -> (cached: BaseMessage?, server: Result<BaseMessage?, CometChatException>) {
-        await collectLookup(messageLookup(messageId))
+        await reads.collectLookup(reads.messageLookup(messageId))
     }
+}
 
+extension ReadEngine {
     // MARK: Plans
 
     func conversationLookup(_ with: String, _ type: ConversationType) -> LookupPlan<Conversation> {
@@ -248,10 +250,10 @@ extension OfflineVault {
                 do throws(BackendError) {
                     return WirePage(items: [try await plan.server()], nextCursor: nil)
                 } catch {
-                    if case .server(status: 404, code: _, message: _) = error, let cache = self.openCache {
+                    if case .server(status: 404, code: _, message: _) = error, let cache = self.session.openCache {
                         let context = self.readContext()
                         if let removed = try? await cache.writer.run({ db in try plan.forget(db, context) }) {
-                            self.incoming.removed(removed)
+                            self.writer.removed(removed)
                         }
                     }
                     throw error

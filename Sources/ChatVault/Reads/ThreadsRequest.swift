@@ -106,7 +106,7 @@ public final class ThreadsRequest: Sendable {
     ///     render(result.cached ?? [])
     public func fetchNext() async -> TwoPhaseResult<MessageThread> {
         guard let vault else { return TwoPhaseResult(cached: nil, server: .failure(ConversationRequest.noVault)) }
-        return await vault.collect { emit in await self.run(vault: vault, cachedPhase: true, emit: emit) }
+        return await vault.reads.collect { emit in await self.run(vault: vault, cachedPhase: true, emit: emit) }
     }
 
     /// The phases of `fetchNext` as they arrive; offline, the stream ends with the error.
@@ -114,7 +114,7 @@ public final class ThreadsRequest: Sendable {
     ///     for try await phase in request.nextPhases() { handle(phase) }
     public func nextPhases() -> AsyncThrowingStream<ReadPhase<MessageThread>, any Error> {
         guard let vault else { return AsyncThrowingStream { $0.finish(throwing: ConversationRequest.noVault) } }
-        return vault.phaseStream { emit in await self.run(vault: vault, cachedPhase: true, emit: emit) }
+        return vault.reads.phaseStream { emit in await self.run(vault: vault, cachedPhase: true, emit: emit) }
     }
 
     // MARK: Core
@@ -122,7 +122,7 @@ public final class ThreadsRequest: Sendable {
     private func start(cachedPhase: Bool, onCached: (@Sendable ([MessageThread]) -> Void)?,
                        onServer: @escaping @Sendable ([MessageThread]) -> Void, onError: @escaping @Sendable (CometChatException?) -> Void) {
         guard let vault else { return CallbackExecutor.main.execute { onError(ConversationRequest.noVault) } }
-        let emit = vault.deliver(onCached: onCached, onServer: onServer, onError: onError)
+        let emit = vault.reads.deliver(onCached: onCached, onServer: onServer, onError: onError)
         Task { await self.run(vault: vault, cachedPhase: cachedPhase, emit: emit) }
     }
 
@@ -175,7 +175,7 @@ public final class ThreadsRequest: Sendable {
             guard !serverDone else { return }
             self.paging.withLock { $0.serverPage(nextToken: wire.nextCursor, edge: Self.farEdge(of: items), start: serverStart) }
         }
-        await vault.runTwoPhase(plan, gate: gate, busy: .fail, cachedPhase: cachedPhase) { event in
+        await vault.reads.runTwoPhase(plan, gate: gate, busy: .fail, cachedPhase: cachedPhase) { event in
             if case .failed(let error) = event, error.errorCode == OfflineErrorCode.internetUnavailable.rawValue,
                let edge = Self.farEdge(of: cachedSeen.withLock({ $0 })) {
                 self.paging.withLock { $0.cachedPageOffline(edge: edge) }

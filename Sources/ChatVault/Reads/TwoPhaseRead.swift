@@ -90,10 +90,39 @@ struct TwoPhasePlan<Item: Sendable>: Sendable {
     var reconcile: (@Sendable (Database, [Item], ReadContext) throws -> [MessageID])?
 }
 
-extension OfflineVault {
+/// The two-phase read every read of the API runs on (pages, lists, lookups): the cached page
+/// first, then the server's copy of the same slice, validated and written through before it is
+/// delivered, and published by the cache writer after its commit. It holds what it works with and
+/// the vault's session, never the vault:
+///
+///     await reads.runTwoPhase(plan, gate: gate, busy: .fail) { event in … }
+final class ReadEngine: Sendable {
+    let settings: VaultSettings
+    let config: OfflineConfig
+    let wireLimits: WireLimits
+    let backend: any ChatBackend
+    let writer: CacheWriter
+    let media: MediaCache
+    private let audit: OpenAudit
+    let session: VaultSession
+
+    init(settings: VaultSettings, config: OfflineConfig, wireLimits: WireLimits, backend: any ChatBackend, writer: CacheWriter,
+         media: MediaCache, audit: OpenAudit, session: VaultSession) {
+        self.settings = settings
+        self.config = config
+        self.wireLimits = wireLimits
+        self.backend = backend
+        self.writer = writer
+        self.media = media
+        self.audit = audit
+        self.session = session
+    }
+}
+
+extension ReadEngine {
     /// The context of a read starting now.
     func readContext() -> ReadContext {
-        ReadContext(me: userId ?? "", cache: openCache, offlineConfigured: config.enabled,
+        ReadContext(me: session.userId ?? "", cache: session.openCache, offlineConfigured: config.enabled,
                     decoder: WireDecoder(limits: wireLimits), trustedDecoder: WireDecoder(limits: wireLimits, trusted: true),
                     now: settings.clock(), config: config)
     }
@@ -137,7 +166,7 @@ extension OfflineVault {
         do {
             wire = try await plan.server()
         } catch {
-            emit(.failed(Self.exception(for: error)))
+            emit(.failed(OfflineVault.exception(for: error)))
             return
         }
         var items: [Item] = []
@@ -164,27 +193,14 @@ extension OfflineVault {
                 }
             }
             if let removed {
-                incoming.stored(plan.storedMessages?(items) ?? [])
-                incoming.removed(removed)
+                writer.stored(plan.storedMessages?(items) ?? [])
+                writer.removed(removed)
             }
         }
         media.hydrateItems(items)
         if plan.downloadsMedia { media.autoDownload(items.compactMap { $0 as? BaseMessage }) }
         plan.afterServer?(wire, items)
         emit(.server(items))
-    }
-
-    /// The exception a backend failure becomes: no connection or no answer is
-    /// `ERROR_INTERNET_UNAVAILABLE`; a server error keeps the server's code and message.
-    static func exception(for error: BackendError) -> CometChatException {
-        switch error {
-        case .unreachable, .timedOut:
-            return CometChatException(.internetUnavailable, "the server cannot be reached")
-        case .server(let status, let code, _):
-            // The server's code passes through when it looks like one; its free text never does
-            // (a hostile server could echo content into it).
-            return CometChatException(errorCode: safeCode(code), errorDescription: "The server refused the request.", details: "HTTP \(status)")
-        }
     }
 
     /// Delivers events to closures through the callback executor, in order.
@@ -231,5 +247,20 @@ extension OfflineVault {
             }
         }
         return result.withLock { $0 }
+    }
+}
+
+extension OfflineVault {
+    /// The exception a backend failure becomes: no connection or no answer is
+    /// `ERROR_INTERNET_UNAVAILABLE`; a server error keeps the server's code and message.
+    static func exception(for error: BackendError) -> CometChatException {
+        switch error {
+        case .unreachable, .timedOut:
+            return CometChatException(.internetUnavailable, "the server cannot be reached")
+        case .server(let status, let code, _):
+            // The server's code passes through when it looks like one; its free text never does
+            // (a hostile server could echo content into it).
+            return CometChatException(errorCode: safeCode(code), errorDescription: "The server refused the request.", details: "HTTP \(status)")
+        }
     }
 }

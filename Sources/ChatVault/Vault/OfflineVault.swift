@@ -97,6 +97,8 @@ public final class OfflineVault: Sendable {
     let realtime: RealtimeIngest
     /// Eviction within the configured limits, after writes settle.
     let eviction: EvictionScheduler
+    /// The two-phase reads (pages, lists, lookups).
+    let reads: ReadEngine
     /// The SDK's blocked-users list, refreshed at login and each sweep.
     let blockedUsers: BlockedUsersRefresh
     /// The one way in: every arriving message is written here and published to the subscribers.
@@ -144,6 +146,8 @@ public final class OfflineVault: Sendable {
         uploads = UploadEngine(backend: backend, settings: settings, config: config, wireLimits: wireLimits, media: media, session: session)
         outbox = OutboxEngine(backend: backend, settings: settings, config: config, wireLimits: wireLimits,
                               writer: incoming, media: media, link: link, uploads: uploads, session: session)
+        reads = ReadEngine(settings: settings, config: config, wireLimits: wireLimits, backend: backend, writer: incoming,
+                           media: media, audit: audit, session: session)
         blockedUsers = BlockedUsersRefresh(backend: backend, wireLimits: wireLimits, session: session)
         sync = SyncEngine(backend: backend, settings: settings, wireLimits: wireLimits, writer: incoming, outbox: outbox,
                           eviction: eviction, blockedUsers: blockedUsers, session: session)

@@ -77,20 +77,20 @@ final class EntityListCore<Item: Sendable>: Sendable {
             let error = Self.noVault
             return CallbackExecutor.main.execute { onError(error) }
         }
-        let emit = vault.deliver(onCached: onCached, onServer: onServer, onError: onError)
+        let emit = vault.reads.deliver(onCached: onCached, onServer: onServer, onError: onError)
         Task { await self.run(direction, vault: vault, cachedPhase: cachedPhase, emit: emit) }
     }
 
     /// async/await: both phases in one value.
     func collecting(_ direction: PageDirection) async -> TwoPhaseResult<Item> {
         guard let vault else { return TwoPhaseResult(cached: nil, server: .failure(Self.noVault)) }
-        return await vault.collect { emit in await self.run(direction, vault: vault, cachedPhase: true, emit: emit) }
+        return await vault.reads.collect { emit in await self.run(direction, vault: vault, cachedPhase: true, emit: emit) }
     }
 
     /// AsyncSequence: the phases as they arrive; a failure ends the stream with the error.
     func streaming(_ direction: PageDirection) -> AsyncThrowingStream<ReadPhase<Item>, any Error> {
         guard let vault else { return AsyncThrowingStream { $0.finish(throwing: Self.noVault) } }
-        return vault.phaseStream { emit in await self.run(direction, vault: vault, cachedPhase: true, emit: emit) }
+        return vault.reads.phaseStream { emit in await self.run(direction, vault: vault, cachedPhase: true, emit: emit) }
     }
 
     static var noVault: CometChatException {
@@ -175,7 +175,7 @@ final class EntityListCore<Item: Sendable>: Sendable {
 
         let own: Bool
         if case .own = caching { own = true } else { own = false }
-        await vault.runTwoPhase(plan, gate: gate, busy: busy, cachedPhase: cachedPhase) { [self] event in
+        await vault.reads.runTwoPhase(plan, gate: gate, busy: busy, cachedPhase: cachedPhase) { [self] event in
             if case .failed(let error) = event, error.errorCode == OfflineErrorCode.internetUnavailable.rawValue {
                 // Offline, paging continues through the cache.
                 if own {
