@@ -274,7 +274,7 @@ public final class MessagesRequest: Sendable {
         // page covers (from the server's position, not the cache's).
         plan.reconcile = { db, items, context in
             guard let filter = CachedMessageFilter(serverQuery, me: context.me),
-                  let start = try Self.startCursor(serverQuery, direction: direction, in: db) else { return [] }
+                  let start = try MessageRows.startCursor(serverQuery, direction: direction, in: db) else { return [] }
             return try MessageRows.reconcile(filter, direction: direction, cursor: start.cursor, limit: limit,
                                              server: items, decoder: context.trustedDecoder, in: db)
         }
@@ -343,26 +343,6 @@ public final class MessagesRequest: Sendable {
     /// The message of a page furthest in `direction` (the oldest for `.previous`).
     static func farEdge(of items: [BaseMessage], _ direction: PageDirection) -> MessageCursor? {
         DirectedMessageCursor.last(of: items.map { DirectedMessageCursor(cursor: MessageCursor(sentAt: $0.sentAt, id: $0.id), direction: direction) })?.cursor
-    }
-
-    /// Where a page starts in the cache: after the cursor, or at the message or time the request
-    /// was built with. Nil when that message is not cached (the cache cannot place it).
-    struct Start {
-        var cursor: MessageCursor?
-    }
-
-    static func startCursor(_ q: MessageQuery, direction: PageDirection, in db: Database) throws -> Start? {
-        if let cursor = q.cursor { return Start(cursor: cursor) }
-        if let id = q.messageId {
-            guard let sentAt = try MessageRows.sentAt(ofMessage: id, in: db) else { return nil }
-            return Start(cursor: MessageCursor(sentAt: sentAt, id: id))
-        }
-        if let timestamp = q.timestamp {
-            // Before every message of that second: `.previous` reads strictly earlier seconds,
-            // `.next` reads that second on, as the server does.
-            return Start(cursor: MessageCursor(sentAt: timestamp, id: Int.min))
-        }
-        return Start(cursor: nil)
     }
 }
 

@@ -315,13 +315,33 @@ package enum MessageRows {
 // MARK: - The cached phase, and writes for the package's tools
 
 extension MessageRows {
+    /// Where a page starts in the cache: after the cursor, or at the message or time the request
+    /// was built with. Nil when that message is not cached (the cache cannot place it).
+    struct Start {
+        var cursor: MessageCursor?
+    }
+
+    static func startCursor(_ q: MessageQuery, direction: PageDirection, in db: Database) throws -> Start? {
+        if let cursor = q.cursor { return Start(cursor: cursor) }
+        if let id = q.messageId {
+            guard let sentAt = try sentAt(ofMessage: id, in: db) else { return nil }
+            return Start(cursor: MessageCursor(sentAt: sentAt, id: id))
+        }
+        if let timestamp = q.timestamp {
+            // Before every message of that second: `.previous` reads strictly earlier seconds,
+            // `.next` reads that second on, as the server does.
+            return Start(cursor: MessageCursor(sentAt: timestamp, id: Int.min))
+        }
+        return Start(cursor: nil)
+    }
+
     /// The cached phase of a `MessagesRequest` fetch: the page `fetchPrevious` / `fetchNext`
     /// deliver from the cache for `query` before asking the server; empty when a server-only
     /// predicate is active or the message the request starts at is not cached.
     static func cachedPage(_ query: MessageQuery, direction: PageDirection, me: String, decoder: WireDecoder,
                            in db: Database) throws -> [BaseMessage] {
         guard let filter = CachedMessageFilter(query, me: me),
-              let start = try MessagesRequest.startCursor(query, direction: direction, in: db) else { return [] }
+              let start = try startCursor(query, direction: direction, in: db) else { return [] }
         return try page(filter, direction: direction, cursor: start.cursor, limit: query.limit, decoder: decoder, in: db)
     }
 
