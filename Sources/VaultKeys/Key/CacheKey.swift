@@ -40,7 +40,7 @@ public final class CacheKey: @unchecked Sendable, CustomStringConvertible, Custo
     }
 
     /// A fresh key from OpenSSL's `RAND_bytes`, whose DRBG is seeded from the kernel (`getrandom`).
-    public static func generate() throws(KeyMaterialError) -> CacheKey {
+    package static func generate() throws(KeyMaterialError) -> CacheKey {
         OpenSSLLifetime.ensure()
         return try CacheKey { (buffer) throws(KeyMaterialError) in
             // OpenSSL 3's default DRBG is seeded from getrandom(2) and reseeds itself.
@@ -63,7 +63,7 @@ public final class CacheKey: @unchecked Sendable, CustomStringConvertible, Custo
 
     /// A key parsed from 64 hexadecimal digits (the form the Secret Service item holds).
     /// The caller zeroes its source buffer.
-    public static func fromHex(_ hex: UnsafeRawBufferPointer) throws(KeyMaterialError) -> CacheKey {
+    package static func fromHex(_ hex: UnsafeRawBufferPointer) throws(KeyMaterialError) -> CacheKey {
         guard hex.count == byteCount * 2 else { throw KeyMaterialError.wrongLength(hex.count / 2) }
         return try CacheKey { (buffer) throws(KeyMaterialError) in
             for i in 0..<byteCount {
@@ -82,7 +82,7 @@ public final class CacheKey: @unchecked Sendable, CustomStringConvertible, Custo
     }
 
     /// Runs `body` with the key as 64 lowercase hex digits in a buffer that is zeroed afterwards.
-    public func withHexDigits<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    package func withHexDigits<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try withScratch(count: Self.byteCount * 2) { (scratch) throws(E) -> R in
             writeHex(into: scratch)
             return try body(UnsafeRawBufferPointer(scratch))
@@ -91,7 +91,7 @@ public final class CacheKey: @unchecked Sendable, CustomStringConvertible, Custo
 
     /// Runs `body` with SQLCipher's raw-key literal `x'<64 hex>'` in a buffer zeroed afterwards.
     /// Passing this form to `sqlite3_key` skips the passphrase KDF entirely.
-    public func withRawKeyLiteral<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    package func withRawKeyLiteral<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try withScratch(count: Self.byteCount * 2 + 3) { (scratch) throws(E) -> R in
             scratch[0] = UInt8(ascii: "x")
             scratch[1] = UInt8(ascii: "'")
@@ -102,7 +102,7 @@ public final class CacheKey: @unchecked Sendable, CustomStringConvertible, Custo
     }
 
     /// Constant-time comparison of two keys.
-    public func isEqual(to other: CacheKey) -> Bool {
+    package func isEqual(to other: CacheKey) -> Bool {
         CRYPTO_memcmp(page, other.page, Self.byteCount) == 0
     }
 

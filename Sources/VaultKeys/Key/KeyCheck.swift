@@ -6,7 +6,7 @@ extension CacheKey {
     ///
     /// It proves a stored key right or wrong for a cache without touching the database, and reveals
     /// nothing about the key (HMAC is a PRF). Kept in the plaintext manifest.
-    public func checkValue(cacheId: String) -> String {
+    package func checkValue(cacheId: String) -> String {
         OpenSSLLifetime.ensure()
         let message = Array("ChatVault key check v1|\(cacheId)".utf8)
         var mac = [UInt8](repeating: 0, count: 32)
@@ -19,7 +19,7 @@ extension CacheKey {
 }
 
 /// SHA-256 of `text`, lowercase hex. Used for names that must not show their input (user ids).
-public func sha256Hex(_ text: String) -> String {
+package func sha256Hex(_ text: String) -> String {
     var digest = [UInt8](repeating: 0, count: 32)
     let bytes = Array(text.utf8)
     _ = SHA256(bytes, bytes.count, &digest)

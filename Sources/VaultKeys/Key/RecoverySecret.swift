@@ -1,5 +1,5 @@
 import CCrypto
-public import Foundation
+package import Foundation
 
 /// Why a recovery secret or a wrapped key cannot be used. Never carries the secret or the key.
 public enum RecoverySecretError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -34,12 +34,12 @@ public enum RecoverySecretError: Error, Sendable, Equatable, CustomStringConvert
 /// Its description never shows it; `formatted` does (for the one time it is printed).
 public struct RecoverySecret: Sendable, Equatable, CustomStringConvertible {
     static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".utf8)
-    public static let randomBytes = 20
+    package static let randomBytes = 20
 
     let bytes: [UInt8]
 
     /// A fresh secret from OpenSSL's `RAND_bytes`.
-    public static func generate() throws(RecoverySecretError) -> RecoverySecret {
+    package static func generate() throws(RecoverySecretError) -> RecoverySecret {
         OpenSSLLifetime.ensure()
         var bytes = [UInt8](repeating: 0, count: randomBytes)
         guard RAND_bytes(&bytes, Int32(randomBytes)) == 1 else { throw .cryptoFailure }
@@ -119,22 +119,22 @@ public struct RecoverySecret: Sendable, Equatable, CustomStringConvertible {
 /// as associated data. Without the secret it reveals nothing but the parameters; with a wrong one
 /// the tag check fails (`.wrongSecret`). Stored as JSON beside the manifest (no key material in
 /// clear; the record names the key id, never the key).
-public struct WrappedCacheKey: Sendable, Equatable, Codable {
-    public static let format = "chatvault-wrapped-key-1"
+package struct WrappedCacheKey: Sendable, Equatable, Codable {
+    package static let format = "chatvault-wrapped-key-1"
     /// PBKDF2-HMAC-SHA512 iterations: about half a second on a 2-core VM (measured by the tests'
     /// bench figure in the README).
-    public static let defaultIterations = 1_000_000
+    package static let defaultIterations = 1_000_000
 
-    public var format: String
-    public var keyId: String
-    public var iterations: Int
-    public var salt: Data
-    public var nonce: Data
-    public var sealed: Data
-    public var tag: Data
+    package var format: String
+    package var keyId: String
+    package var iterations: Int
+    package var salt: Data
+    package var nonce: Data
+    package var sealed: Data
+    package var tag: Data
 
     /// Seals `key` under `secret`.
-    public static func wrap(_ key: CacheKey, keyId: String, secret: RecoverySecret,
+    package static func wrap(_ key: CacheKey, keyId: String, secret: RecoverySecret,
                             iterations: Int = defaultIterations) throws(RecoverySecretError) -> WrappedCacheKey {
         OpenSSLLifetime.ensure()
         var salt = [UInt8](repeating: 0, count: 16)
@@ -146,7 +146,7 @@ public struct WrappedCacheKey: Sendable, Equatable, Codable {
     }
 
     /// Opens the wrapped key with `secret` (the KDF's time, about half a second).
-    public func unwrap(with secret: RecoverySecret) throws(RecoverySecretError) -> CacheKey {
+    package func unwrap(with secret: RecoverySecret) throws(RecoverySecretError) -> CacheKey {
         guard format == Self.format, iterations >= 1, iterations <= 100_000_000, salt.count == 16, nonce.count == 12,
               sealed.count == CacheKey.byteCount, tag.count == 16 else { throw .unreadableWrapping }
         var wrapping = try Self.derive(secret, salt: Array(salt), iterations: iterations)
@@ -225,13 +225,13 @@ public struct WrappedCacheKey: Sendable, Equatable, Codable {
 /// A cache key sealed under another 256-bit key (a cache's recovery key): AES-256-GCM with the key
 /// id as associated data. Fast (no KDF): the slow step is unwrapping the recovery key itself with
 /// the user's secret (`WrappedCacheKey`), once per recovery.
-public struct SealedCacheKey: Sendable, Equatable, Codable {
-    public var keyId: String
-    public var nonce: Data
-    public var sealed: Data
-    public var tag: Data
+package struct SealedCacheKey: Sendable, Equatable, Codable {
+    package var keyId: String
+    package var nonce: Data
+    package var sealed: Data
+    package var tag: Data
 
-    public static func seal(_ key: CacheKey, keyId: String, under wrapping: CacheKey) throws(RecoverySecretError) -> SealedCacheKey {
+    package static func seal(_ key: CacheKey, keyId: String, under wrapping: CacheKey) throws(RecoverySecretError) -> SealedCacheKey {
         var wrappingBytes = wrapping.withUnsafeBytes { Array($0) }
         defer { for i in wrappingBytes.indices { wrappingBytes[i] = 0 } }
         let (nonce, sealed, tag) = try WrappedCacheKey.sealKey(key, keyId: keyId, wrapping: wrappingBytes)
@@ -240,7 +240,7 @@ public struct SealedCacheKey: Sendable, Equatable, Codable {
 
     /// The key, or `.wrongSecret` when `wrapping` is not the key it was sealed under (or the record
     /// was altered).
-    public func open(under wrapping: CacheKey) throws(RecoverySecretError) -> CacheKey {
+    package func open(under wrapping: CacheKey) throws(RecoverySecretError) -> CacheKey {
         guard nonce.count == 12, sealed.count == CacheKey.byteCount, tag.count == 16 else { throw .unreadableWrapping }
         var wrappingBytes = wrapping.withUnsafeBytes { Array($0) }
         defer { for i in wrappingBytes.indices { wrappingBytes[i] = 0 } }

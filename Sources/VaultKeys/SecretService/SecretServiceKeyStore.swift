@@ -65,19 +65,19 @@ import Foundation
 ///   fails at once and an unlock attempt reports `.denied`.
 public struct SecretServiceKeyStore: KeyStore {
     /// The `xdg:schema` attribute of every item this store writes.
-    public static let schemaName = "org.chatvault.CacheKey"
+    package static let schemaName = "org.chatvault.CacheKey"
     /// The content type of the secret (64 hexadecimal digits).
-    public static let contentType = "text/plain"
+    package static let contentType = "text/plain"
     /// The alias of the collection that holds new items.
-    public static let collectionAlias = "default"
+    package static let collectionAlias = "default"
 
     /// Attribute names of the item format.
-    public enum Attribute {
-        public static let schema = "xdg:schema"
-        public static let application = "application"
-        public static let account = "account"
-        public static let cacheId = "cache-id"
-        public static let keyId = "key-id"
+    package enum Attribute {
+        package static let schema = "xdg:schema"
+        package static let application = "application"
+        package static let account = "account"
+        package static let cacheId = "cache-id"
+        package static let keyId = "key-id"
     }
 
     public var tier: KeyStorageTier { .keystore }
@@ -259,7 +259,7 @@ public struct SecretServiceKeyStore: KeyStore {
 
     /// Locks the collection behind the `default` alias (`secret_service_lock`), as a user's screen
     /// lock or "Lock keyring" would. Tests and the CLI's scenarios use it.
-    public func lockDefaultCollection() throws(KeyStoreError) {
+    package func lockDefaultCollection() throws(KeyStoreError) {
         let outcome = run("locking the default collection") { calls, context throws(SecretCallError) -> KeyStoreError? in
             guard let path = try calls.readAlias(Self.collectionAlias, context) else {
                 return KeyStoreError(.other, "the Secret Service has no default collection")
@@ -275,7 +275,7 @@ public struct SecretServiceKeyStore: KeyStore {
     }
 
     /// Whether the `default` collection is locked now (nil: no such collection).
-    public func isDefaultCollectionLocked() throws(KeyStoreError) -> Bool? {
+    package func isDefaultCollectionLocked() throws(KeyStoreError) -> Bool? {
         let outcome = run("checking the default collection") { calls, context throws(SecretCallError) -> Bool? in
             guard let path = try calls.readAlias(Self.collectionAlias, context) else { return nil }
             return try calls.isCollectionLocked(path, context)

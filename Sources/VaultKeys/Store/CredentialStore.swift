@@ -50,7 +50,7 @@ extension SecretServiceKeyStore: CredentialStore {
     /// The `xdg:schema` of credential items. Attributes: `application`, `account` (opaque hash),
     /// `kind`; the secret is the caller's text (content type `text/plain`). Find them with
     /// `secret-tool search --all xdg:schema org.chatvault.Credential application <app id>`.
-    public static let credentialSchemaName = "org.chatvault.Credential"
+    package static let credentialSchemaName = "org.chatvault.Credential"
 
     static func credentialQuery(_ id: CredentialItemID) -> [String: String] {
         [Attribute.schema: credentialSchemaName, Attribute.application: id.applicationId,

@@ -29,7 +29,7 @@ public enum KeyUnavailableReason: String, Sendable, Codable, Equatable, CaseIter
 
     /// The store does not exist on this system at all (as opposed to being temporarily closed).
     /// When no cache exists yet, this is what "encryption cannot run" means for this tier.
-    public var meansStoreMissing: Bool { self == .noBus || self == .noProvider }
+    package var meansStoreMissing: Bool { self == .noBus || self == .noProvider }
 }
 
 /// Names one cache's key item. `account` is an opaque per-user identifier (a hash), never a user id.

@@ -43,7 +43,7 @@ public struct SoftwareKeyStore: KeyStore {
     }
 
     /// The file that holds one cache's key.
-    public func path(for id: KeyItemID) -> String {
+    package func path(for id: KeyItemID) -> String {
         "\(directory)/\(Self.fileStem(applicationId: id.applicationId, account: id.account)).\(id.cacheId).key"
     }
 
@@ -176,14 +176,14 @@ public struct SoftwareKeyStore: KeyStore {
 }
 
 /// Validation of the parts of a key item name that reach file names or D-Bus attributes.
-public enum KeyItemNames {
+package enum KeyItemNames {
     /// Cache ids and accounts are ours (UUIDs and hex digests); anything else came from a damaged or
     /// hostile manifest and must not be used to build a path.
-    public static func isSafe(_ id: KeyItemID) -> Bool {
+    package static func isSafe(_ id: KeyItemID) -> Bool {
         isSafeComponent(id.cacheId) && isSafeComponent(id.account) && !id.applicationId.isEmpty
     }
 
-    public static func isSafeComponent(_ text: String) -> Bool {
+    package static func isSafeComponent(_ text: String) -> Bool {
         !text.isEmpty && text.count <= 128 && text.utf8.allSatisfy { c in
             (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z")) || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z"))
                 || (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || c == UInt8(ascii: "-")

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A file-system check or operation on private files failed. Carries paths and errno, never content.
-public enum SecureFileError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum SecureFileError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The path does not exist.
     case notFound(String)
     /// The path is a symbolic link; links are refused so nobody can redirect our writes.
@@ -17,7 +17,7 @@ public enum SecureFileError: Error, Sendable, Equatable, CustomStringConvertible
     /// A system call failed.
     case system(String, operation: String, errno: Int32)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .notFound(let p): return "\(p) does not exist"
         case .symlink(let p): return "\(p) is a symbolic link; refused"
@@ -30,13 +30,13 @@ public enum SecureFileError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// The errno of a failed system call, if that is what this is.
-    public var errno: Int32? {
+    package var errno: Int32? {
         if case .system(_, _, let e) = self { return e }
         return nil
     }
 
     /// A refusal on security grounds (as opposed to an I/O failure or a missing file).
-    public var isRefusal: Bool {
+    package var isRefusal: Bool {
         switch self {
         case .symlink, .wrongKind, .wrongOwner, .tooOpen: return true
         default: return false
@@ -45,9 +45,9 @@ public enum SecureFileError: Error, Sendable, Equatable, CustomStringConvertible
 }
 
 /// Private files and directories: 0700 directories, 0600 files, owned by us, never symlinks.
-public enum SecureFiles {
+package enum SecureFiles {
     /// Checks an existing directory: a real directory (not a link), ours, no group/other access.
-    public static func checkDirectory(_ path: String) throws(SecureFileError) {
+    package static func checkDirectory(_ path: String) throws(SecureFileError) {
         var st = stat()
         guard lstat(path, &st) == 0 else {
             let e = Foundation.errno
@@ -58,7 +58,7 @@ public enum SecureFiles {
     }
 
     /// Checks an existing regular file: not a link, ours, no group/other access.
-    public static func checkFile(_ path: String) throws(SecureFileError) {
+    package static func checkFile(_ path: String) throws(SecureFileError) {
         var st = stat()
         guard lstat(path, &st) == 0 else {
             let e = Foundation.errno
@@ -69,7 +69,7 @@ public enum SecureFiles {
     }
 
     /// Creates the directory (and missing parents, each 0700) or checks the existing one.
-    public static func ensureDirectory(_ path: String) throws(SecureFileError) {
+    package static func ensureDirectory(_ path: String) throws(SecureFileError) {
         do {
             try checkDirectory(path)
             return
@@ -107,12 +107,12 @@ public enum SecureFiles {
 
     /// Reads a whole private file (checked as `checkFile`) of at most `limit` bytes.
     /// The caller owns the returned bytes; for secrets, prefer `withContents`.
-    public static func read(_ path: String, limit: Int) throws(SecureFileError) -> [UInt8] {
+    package static func read(_ path: String, limit: Int) throws(SecureFileError) -> [UInt8] {
         try withContents(path, limit: limit) { Array($0) }
     }
 
     /// Reads a private file into a scratch buffer that is zeroed after `body` returns.
-    public static func withContents<R>(_ path: String, limit: Int, _ body: (UnsafeRawBufferPointer) throws(SecureFileError) -> R) throws(SecureFileError) -> R {
+    package static func withContents<R>(_ path: String, limit: Int, _ body: (UnsafeRawBufferPointer) throws(SecureFileError) -> R) throws(SecureFileError) -> R {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
             let e = Foundation.errno
@@ -143,7 +143,7 @@ public enum SecureFiles {
 
     /// Writes a file atomically: a 0600 temporary file beside it, fsync, rename over, fsync the
     /// directory. After a crash the path holds either the old or the new content, never a mix.
-    public static func writeAtomically(_ path: String, _ bytes: UnsafeRawBufferPointer) throws(SecureFileError) {
+    package static func writeAtomically(_ path: String, _ bytes: UnsafeRawBufferPointer) throws(SecureFileError) {
         let directory = (path as NSString).deletingLastPathComponent
         let name = (path as NSString).lastPathComponent
         let temp = "\(directory)/.\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
@@ -176,7 +176,7 @@ public enum SecureFiles {
     }
 
     /// Writes `data` atomically (see `writeAtomically(_:_:)`).
-    public static func writeAtomically(_ path: String, data: [UInt8]) throws(SecureFileError) {
+    package static func writeAtomically(_ path: String, data: [UInt8]) throws(SecureFileError) {
         let outcome = data.withUnsafeBytes { raw in
             Result { () throws(SecureFileError) in try writeAtomically(path, raw) }
         }
@@ -184,7 +184,7 @@ public enum SecureFiles {
     }
 
     /// fsyncs a directory so a rename or unlink inside it survives power loss.
-    public static func syncDirectory(_ directory: String) throws(SecureFileError) {
+    package static func syncDirectory(_ directory: String) throws(SecureFileError) {
         let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw .system(directory, operation: "open", errno: Foundation.errno) }
         defer { close(fd) }

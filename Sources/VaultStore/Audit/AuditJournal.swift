@@ -41,7 +41,7 @@ public struct AuditEntry: Codable, Sendable, Equatable {
     public var cacheId: String?
     public var detail: String?
 
-    public init(kind: Kind, at: Date = Date(), outcome: String? = nil, reason: String? = nil, pendingMessagesLost: Int? = nil,
+    package init(kind: Kind, at: Date = Date(), outcome: String? = nil, reason: String? = nil, pendingMessagesLost: Int? = nil,
                 cacheId: String? = nil, detail: String? = nil) {
         self.at = Int64((at.timeIntervalSince1970 * 1_000_000).rounded())
         self.kind = kind
@@ -63,12 +63,12 @@ public struct AuditEntry: Codable, Sendable, Equatable {
 ///     try AuditJournal.append([entry], in: db)           // with an open cache
 ///     AuditJournal.appendBeside(entry, directory: dir)   // when none opens
 ///     let all = AuditJournal.entries(in: db) + AuditJournal.beside(dir)
-public enum AuditJournal {
-    public static let fileName = "audit.json"
+package enum AuditJournal {
+    package static let fileName = "audit.json"
     static let prefix = "audit."
     /// Entries kept in the database, and beside it.
-    public static let databaseLimit = 1000
-    public static let besideLimit = 200
+    package static let databaseLimit = 1000
+    package static let besideLimit = 200
     /// A side file larger than this is not read (it is ours, 0600: only damage makes it so).
     static let besideBytes = 256 * 1024
 
@@ -76,7 +76,7 @@ public enum AuditJournal {
 
     /// Appends `entries` in one transaction (the caller's, if one is open) and drops the oldest
     /// beyond `databaseLimit`.
-    public static func append(_ entries: [AuditEntry], in db: Database) throws {
+    package static func append(_ entries: [AuditEntry], in db: Database) throws {
         guard !entries.isEmpty else { return }
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
@@ -97,12 +97,12 @@ public enum AuditJournal {
 
     /// Entries from both places (the database's, the side file's) in time order; entries of the
     /// same microsecond keep the order given.
-    public static func inTimeOrder(_ entries: [AuditEntry]) -> [AuditEntry] {
+    package static func inTimeOrder(_ entries: [AuditEntry]) -> [AuditEntry] {
         entries.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
     }
 
     /// The database's entries, oldest first. Unreadable rows are skipped.
-    public static func entries(in db: Database) throws -> [AuditEntry] {
+    package static func entries(in db: Database) throws -> [AuditEntry] {
         let stmt = try db.prepare("SELECT value FROM kv WHERE key LIKE 'audit.%' ORDER BY key")
         let decoder = JSONDecoder()
         var out: [AuditEntry] = []
@@ -115,7 +115,7 @@ public enum AuditJournal {
     /// Appends to the side file, only where a cache directory already exists (under `.onlineOnly`
     /// with no cache nothing is ever written). Best effort: a full disk loses the entry, never
     /// anything else.
-    public static func appendBeside(_ entry: AuditEntry, directory: CacheDirectory) {
+    package static func appendBeside(_ entry: AuditEntry, directory: CacheDirectory) {
         guard directory.exists else { return }
         var all = beside(directory)
         all.append(entry)
@@ -124,7 +124,7 @@ public enum AuditJournal {
     }
 
     /// The side file's entries, oldest first (none when it is missing, damaged or not ours).
-    public static func beside(_ directory: CacheDirectory) -> [AuditEntry] {
+    package static func beside(_ directory: CacheDirectory) -> [AuditEntry] {
         let path = "\(directory.path)/\(fileName)"
         guard let bytes = try? SecureFiles.read(path, limit: besideBytes) else { return [] }
         return (try? JSONDecoder().decode([AuditEntry].self, from: Data(bytes))) ?? []
@@ -132,7 +132,7 @@ public enum AuditJournal {
 
     /// Moves the side file's entries into the database (then removes the file), in time order
     /// with what the database holds.
-    public static func absorbBeside(directory: CacheDirectory, into db: Database) throws {
+    package static func absorbBeside(directory: CacheDirectory, into db: Database) throws {
         let path = "\(directory.path)/\(fileName)"
         let waiting = beside(directory)
         if !waiting.isEmpty { try append(waiting, in: db) }

@@ -2,15 +2,15 @@ import Foundation
 
 /// Row-level access to the schema for seeding, audits and counts. Chat semantics (models,
 /// requests, the outbox lifecycle) live in the engine above; this only reads and writes rows.
-public enum CacheRows {
+package enum CacheRows {
     /// A conversation row.
-    public struct Conversation: Sendable {
-        public var id: String
-        public var type: String
-        public var peerId: String
-        public var lastMessageAt: Int64
+    package struct Conversation: Sendable {
+        package var id: String
+        package var type: String
+        package var peerId: String
+        package var lastMessageAt: Int64
 
-        public init(id: String, type: String, peerId: String, lastMessageAt: Int64) {
+        package init(id: String, type: String, peerId: String, lastMessageAt: Int64) {
             self.id = id
             self.type = type
             self.peerId = peerId
@@ -19,21 +19,21 @@ public enum CacheRows {
     }
 
     /// A message row.
-    public struct Message: Sendable {
-        public var serverId: Int64?
-        public var localId: String?
-        public var conversationId: String
-        public var senderId: String
-        public var receiverId: String
-        public var receiverType: String
-        public var category: String
-        public var type: String
-        public var sentAt: Int64
-        public var body: String?
+    package struct Message: Sendable {
+        package var serverId: Int64?
+        package var localId: String?
+        package var conversationId: String
+        package var senderId: String
+        package var receiverId: String
+        package var receiverType: String
+        package var category: String
+        package var type: String
+        package var sentAt: Int64
+        package var body: String?
         /// The engine's encoded message (nil: a row the engine's reads cannot decode).
-        public var payload: [UInt8]?
+        package var payload: [UInt8]?
 
-        public init(serverId: Int64?, localId: String?, conversationId: String, senderId: String, receiverId: String,
+        package init(serverId: Int64?, localId: String?, conversationId: String, senderId: String, receiverId: String,
                     receiverType: String, category: String = "message", type: String = "text", sentAt: Int64, body: String?,
                     payload: [UInt8]? = nil) {
             self.payload = payload
@@ -51,16 +51,16 @@ public enum CacheRows {
     }
 
     /// An outbox row (an unsent message).
-    public struct OutboxEntry: Sendable {
-        public var localId: String
-        public var seq: Int64
-        public var conversationId: String
-        public var kind: String
-        public var state: Int
-        public var createdAt: Int64
-        public var payload: [UInt8]
+    package struct OutboxEntry: Sendable {
+        package var localId: String
+        package var seq: Int64
+        package var conversationId: String
+        package var kind: String
+        package var state: Int
+        package var createdAt: Int64
+        package var payload: [UInt8]
 
-        public init(localId: String, seq: Int64, conversationId: String, kind: String, state: Int, createdAt: Int64, payload: [UInt8]) {
+        package init(localId: String, seq: Int64, conversationId: String, kind: String, state: Int, createdAt: Int64, payload: [UInt8]) {
             self.localId = localId
             self.seq = seq
             self.conversationId = conversationId
@@ -72,19 +72,19 @@ public enum CacheRows {
     }
 
     /// Row counts of the chat tables.
-    public struct Counts: Sendable, Equatable {
-        public var conversations: Int
-        public var messages: Int
-        public var pending: Int
+    package struct Counts: Sendable, Equatable {
+        package var conversations: Int
+        package var messages: Int
+        package var pending: Int
 
-        public init(conversations: Int, messages: Int, pending: Int) {
+        package init(conversations: Int, messages: Int, pending: Int) {
             self.conversations = conversations
             self.messages = messages
             self.pending = pending
         }
     }
 
-    public static func insert(_ conversations: [Conversation], into db: Database) throws {
+    package static func insert(_ conversations: [Conversation], into db: Database) throws {
         for c in conversations {
             try db.run("UPDATE conversations SET type = ?, peer_id = ?, last_message_at = max(last_message_at, ?) WHERE id = ?",
                        .text(c.type), .text(c.peerId), .int(c.lastMessageAt), .text(c.id))
@@ -99,7 +99,7 @@ public enum CacheRows {
         "server_id", "local_id", "conversation_id", "sender_id", "receiver_id", "receiver_type", "category", "type", "sent_at", "body", "payload",
     ])
 
-    public static func insert(_ messages: [Message], into db: Database) throws {
+    package static func insert(_ messages: [Message], into db: Database) throws {
         for m in messages {
             try db.run(messageInsertSQL,
                 m.serverId.map { .int($0) } ?? .null, m.localId.map { .text($0) } ?? .null, .text(m.conversationId),
@@ -109,7 +109,7 @@ public enum CacheRows {
         }
     }
 
-    public static func insert(_ entries: [OutboxEntry], into db: Database) throws {
+    package static func insert(_ entries: [OutboxEntry], into db: Database) throws {
         for e in entries {
             try db.run("""
                 INSERT INTO outbox (local_id, seq, conversation_id, kind, state, created_at, payload)
@@ -121,11 +121,11 @@ public enum CacheRows {
     }
 
     /// The next compose-order number for the outbox.
-    public static func nextOutboxSeq(_ db: Database) throws -> Int64 {
+    package static func nextOutboxSeq(_ db: Database) throws -> Int64 {
         (try db.scalarInt("SELECT max(seq) FROM outbox") ?? 0) + 1
     }
 
-    public static func counts(_ db: Database) throws -> Counts {
+    package static func counts(_ db: Database) throws -> Counts {
         Counts(conversations: Int(try db.scalarInt("SELECT count(*) FROM conversations") ?? 0),
                messages: Int(try db.scalarInt("SELECT count(*) FROM messages") ?? 0),
                pending: Int(try db.scalarInt("SELECT count(*) FROM outbox") ?? 0))
@@ -134,7 +134,7 @@ public enum CacheRows {
     /// Empties every chat table (the outbox too) in one transaction, then compacts the file so
     /// deleted content does not linger in free pages. Throws only if the delete itself failed
     /// (then nothing changed); the compaction is best effort (VACUUM needs free space).
-    public static func clearAll(_ db: Database) throws {
+    package static func clearAll(_ db: Database) throws {
         // `message_refs` stays: an id an app may still hold must never name another message. So
         // does the recovery key (`RecoveryFile`): the user's recovery secret keeps working.
         try db.transaction {

@@ -1,20 +1,20 @@
 import Foundation
 internal import CSQLCipher
-public import VaultKeys
+package import VaultKeys
 import Synchronization
 
 /// An open cache: a writer and a reader connection (WAL), each on its own serial queue, and the
 /// directory lock that keeps other processes out until `close()`.
-public final class VaultCache: Sendable {
-    public let directory: CacheDirectory
+package final class VaultCache: Sendable {
+    package let directory: CacheDirectory
     /// The manifest as of the open.
-    public let manifest: Manifest
+    package let manifest: Manifest
     /// The store holding the key (nil for a plaintext cache).
-    public let keyStoreName: String?
+    package let keyStoreName: String?
     /// The cipher description once proven by a keyed open and the file header, else nil.
-    public let provenCipher: String?
+    package let provenCipher: String?
     /// True when the database was too large to check during open: call `verifyIntegrity()`.
-    public var needsBackgroundIntegrityCheck: Bool {
+    package var needsBackgroundIntegrityCheck: Bool {
         background.withLock { state in
             switch state {
             case .pending, .running: return true
@@ -25,8 +25,8 @@ public final class VaultCache: Sendable {
     /// Whether the background check's `quick_check` has started on its connection (tests).
     var isBackgroundCheckRunning: Bool { checkStarted.load(ordering: .acquiring) && needsBackgroundIntegrityCheck }
     private let checkStarted = Atomic(false)
-    public let writer: DatabaseQueue
-    public let reader: DatabaseQueue
+    package let writer: DatabaseQueue
+    package let reader: DatabaseQueue
     /// The background check of a large cache. It gets a connection of its own, so a long
     /// `quick_check` delays neither reads nor writes; that connection is opened by
     /// `verifyIntegrity()` (after the cache is ready, never during the open) and closed once the
@@ -58,10 +58,10 @@ public final class VaultCache: Sendable {
         self.lock = lock
     }
 
-    public var cacheId: String { manifest.cacheId }
-    public var isEncrypted: Bool { manifest.encrypted && provenCipher != nil }
-    public var keyStorage: KeyStorageTier { manifest.encrypted ? manifest.keyStorage : .none }
-    public var isClosed: Bool { closed.withLock { $0 } }
+    package var cacheId: String { manifest.cacheId }
+    package var isEncrypted: Bool { manifest.encrypted && provenCipher != nil }
+    package var keyStorage: KeyStorageTier { manifest.encrypted ? manifest.keyStorage : .none }
+    package var isClosed: Bool { closed.withLock { $0 } }
 
     /// Checkpoints the WAL into the database, closes both connections and releases the lock.
     /// The files stay (logout keeps the cache). A background check still running is interrupted
@@ -71,7 +71,7 @@ public final class VaultCache: Sendable {
     /// close then waits for it to end (about 1.6 ms per MiB). Not waiting is worse: a process
     /// that exits right after logout while the check is still inside SQLCipher can crash at
     /// exit (seen in `bench open`, about 1 child in 100).
-    public func close() {
+    package func close() {
         guard shutDown() else { return }
         lock.release()
     }
@@ -106,7 +106,7 @@ public final class VaultCache: Sendable {
     deinit { close() }
 
     /// What a background integrity check found.
-    public enum Integrity: Sendable, Equatable {
+    package enum Integrity: Sendable, Equatable {
         case intact
         /// `quick_check` reported damage (or SQLCipher refused a page): grounds for a reset.
         case damaged
@@ -120,7 +120,7 @@ public final class VaultCache: Sendable {
 
     /// Runs `PRAGMA quick_check` on a connection of its own when the open left a background check
     /// (opening it now, closing it afterwards), else on the reader. `close()` interrupts it.
-    public func verifyIntegrity() async -> Integrity {
+    package func verifyIntegrity() async -> Integrity {
         let connection: DatabaseQueue
         let own: Bool
         do throws(DatabaseError) {
@@ -174,7 +174,7 @@ public final class VaultCache: Sendable {
     /// unless `pruneQuarantineDuringOpen` is off, for an engine that runs it after ready, in the
     /// background, with the configuration it opened this cache with. Does nothing once the cache
     /// is closed, and stops before the next entry when it closes meanwhile.
-    public func pruneQuarantine(_ configuration: StoreConfiguration) {
+    package func pruneQuarantine(_ configuration: StoreConfiguration) {
         guard !stop.isRaised else { return }
         Quarantine(directory: directory, policy: configuration.quarantine, now: configuration.now)
             .prune(currentCacheId: cacheId, keyStores: configuration.keyStores, applicationId: configuration.applicationId,
@@ -182,7 +182,7 @@ public final class VaultCache: Sendable {
     }
 
     /// Bytes on disk: database, WAL and media directories.
-    public func bytesOnDisk() -> Int64 { directory.bytesOnDisk() }
+    package func bytesOnDisk() -> Int64 { directory.bytesOnDisk() }
 }
 
 enum IntegrityCheck {

@@ -7,22 +7,22 @@ import VaultKeys
 /// If plain SQLite is linked by accident, `PRAGMA key` is ignored and `PRAGMA cipher_version`
 /// returns nothing: the cache would be written in clear. Nothing is labelled encrypted until this
 /// probe says a cipher is present and a keyed file's header proves it (`CipherProof`).
-public struct CipherEngine: Sendable, Equatable {
+package struct CipherEngine: Sendable, Equatable {
     /// `PRAGMA cipher_version` (e.g. "3.4.1"), or nil when no cipher is linked.
-    public let version: String?
+    package let version: String?
     /// `PRAGMA cipher` on a keyed connection (e.g. "aes-256-cbc").
-    public let cipherName: String?
+    package let cipherName: String?
     /// `sqlite_version()` of the linked engine (e.g. "3.15.2").
-    public let sqliteVersion: String
+    package let sqliteVersion: String
     /// The level SQLCipher's own log was left at (`PRAGMA cipher_log_level`, SQLCipher 4.x): "NONE"
     /// unless `CHATVAULT_SQLCIPHER_LOG` asks for one. Nil when the engine has no such log (3.4.1).
-    public let engineLogLevel: String?
+    package let engineLogLevel: String?
 
     /// Whether a cipher engine is present in this build.
-    public var isAvailable: Bool { !(version ?? "").isEmpty }
+    package var isAvailable: Bool { !(version ?? "").isEmpty }
 
     /// The major SQLCipher version (3 or 4…), which decides the pragmas the profile needs.
-    public var majorVersion: Int? { version.flatMap { Int($0.split(separator: ".").first ?? "") } }
+    package var majorVersion: Int? { version.flatMap { Int($0.split(separator: ".").first ?? "") } }
 
     package init(version: String?, cipherName: String?, sqliteVersion: String, engineLogLevel: String? = nil) {
         self.version = version
@@ -32,7 +32,7 @@ public struct CipherEngine: Sendable, Equatable {
     }
 
     /// The probe result for this process.
-    public static let current: CipherEngine = probe()
+    package static let current: CipherEngine = probe()
 
     static func probe() -> CipherEngine {
         var db: OpaquePointer?
@@ -86,22 +86,22 @@ public struct CipherEngine: Sendable, Equatable {
 /// The cipher settings of a cache, set explicitly on every keyed connection and recorded in the
 /// manifest, so a cache written under SQLCipher 3.4 still opens after an upgrade to 4.x (whose
 /// defaults differ: SHA512 HMAC and KDF, 256,000 iterations).
-public struct CipherProfile: Codable, Sendable, Equatable {
+package struct CipherProfile: Codable, Sendable, Equatable {
     /// How the key is given: always `raw` (a 256-bit key, no passphrase KDF).
-    public var keying: String
-    public var pageSize: Int
-    public var useHMAC: Bool
-    public var hmacAlgorithm: String
-    public var kdfAlgorithm: String
+    package var keying: String
+    package var pageSize: Int
+    package var useHMAC: Bool
+    package var hmacAlgorithm: String
+    package var kdfAlgorithm: String
     /// Iterations of the passphrase KDF; unused with raw keys but pinned so 4.x reads the same file.
-    public var kdfIterations: Int
+    package var kdfIterations: Int
     /// Iterations of the HMAC key derivation from the encryption key.
-    public var fastKdfIterations: Int
+    package var fastKdfIterations: Int
     /// The engine that created the cache, for the audit.
-    public var createdBy: String
+    package var createdBy: String
 
     /// The profile new caches get: SQLCipher 3.4's algorithms with a 4096-byte page.
-    public static func standard(engine: CipherEngine = .current) -> CipherProfile {
+    package static func standard(engine: CipherEngine = .current) -> CipherProfile {
         CipherProfile(keying: "raw", pageSize: 4096, useHMAC: true, hmacAlgorithm: "HMAC_SHA1",
                       kdfAlgorithm: "PBKDF2_HMAC_SHA1", kdfIterations: 64000, fastKdfIterations: 2,
                       createdBy: "SQLCipher \(engine.version ?? "none") on SQLite \(engine.sqliteVersion)")
@@ -109,7 +109,7 @@ public struct CipherProfile: Codable, Sendable, Equatable {
 
     /// Whether every field is one this code knows. A manifest is a file anyone with the user's
     /// rights can edit, and these values become pragmas: only allow-listed words and sane numbers.
-    public var isWellFormed: Bool {
+    package var isWellFormed: Bool {
         keying == "raw" && (512...65536).contains(pageSize) && pageSize & (pageSize - 1) == 0
             && ["HMAC_SHA1", "HMAC_SHA256", "HMAC_SHA512"].contains(hmacAlgorithm)
             && ["PBKDF2_HMAC_SHA1", "PBKDF2_HMAC_SHA256", "PBKDF2_HMAC_SHA512"].contains(kdfAlgorithm)
@@ -118,7 +118,7 @@ public struct CipherProfile: Codable, Sendable, Equatable {
     }
 
     /// The status string once proven, e.g. "AES-256-CBC/HMAC-SHA1".
-    public func cipherDescription(engine: CipherEngine) -> String {
+    package func cipherDescription(engine: CipherEngine) -> String {
         let cipher = (engine.cipherName ?? "aes-256-cbc").uppercased()
         let mac = useHMAC ? hmacAlgorithm.replacingOccurrences(of: "_", with: "-") : "no HMAC"
         return "\(cipher)/\(mac)"
@@ -147,12 +147,12 @@ public struct CipherProfile: Codable, Sendable, Equatable {
 }
 
 /// Proof, from the file itself, that a cache is encrypted.
-public enum CipherProof {
+package enum CipherProof {
     /// The 16 bytes every plaintext SQLite database starts with.
-    public static let plaintextHeader: [UInt8] = Array("SQLite format 3".utf8) + [0]
+    package static let plaintextHeader: [UInt8] = Array("SQLite format 3".utf8) + [0]
 
     /// What the first 16 bytes of a database file say.
-    public enum Header: Sendable, Equatable {
+    package enum Header: Sendable, Equatable {
         /// No such file (ENOENT, and only that).
         case missing
         case empty
@@ -163,7 +163,7 @@ public enum CipherProof {
         case unreadable(errno: Int32)
     }
 
-    public static func header(of path: String) -> Header {
+    package static func header(of path: String) -> Header {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
             let e = errno

@@ -4,7 +4,7 @@ import VaultKeys
 import Synchronization
 
 /// The C handle of one SQLite connection.
-public typealias SQLiteConnection = OpaquePointer
+package typealias SQLiteConnection = OpaquePointer
 
 /// Where the test seam may inject a failure (STYLE.md: "tests divert the wrappers to inject
 /// SQLITE_BUSY, SQLITE_FULL, …" without touching the disk).
@@ -33,8 +33,8 @@ final class StopFlag: Sendable {
 ///
 /// Set-up happens in one ordered place (`DatabaseQueue.open`): key, cipher profile, prove the
 /// cipher, then pragmas.
-public final class Database {
-    public let path: String
+package final class Database {
+    package let path: String
     let handle: SQLiteConnection
     private var statementCache: [String: Statement] = [:]
     package var faults: FaultInjector?
@@ -93,7 +93,7 @@ public final class Database {
     }
 
     /// Runs one or more statements without results. Never pass values in the SQL text: bind them.
-    public func execute(_ sql: String) throws(DatabaseError) {
+    package func execute(_ sql: String) throws(DatabaseError) {
         if let injected = faults?(.step, sql) { throw DatabaseError(extendedCode: injected, message: "injected fault", operation: "exec") }
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
         guard rc == SQLITE_OK else { throw error(rc, "exec") }
@@ -125,7 +125,7 @@ public final class Database {
     }
 
     /// A fresh prepared statement.
-    public func prepare(_ sql: String) throws(DatabaseError) -> Statement {
+    package func prepare(_ sql: String) throws(DatabaseError) -> Statement {
         var stmt: OpaquePointer?
         let rc = sqlite3_prepare_v2(handle, sql, -1, &stmt, nil)
         guard rc == SQLITE_OK, let stmt else {
@@ -136,7 +136,7 @@ public final class Database {
     }
 
     /// A prepared statement kept for reuse on this connection (hot paths), reset and unbound.
-    public func cached(_ sql: String) throws(DatabaseError) -> Statement {
+    package func cached(_ sql: String) throws(DatabaseError) -> Statement {
         if let stmt = statementCache[sql] {
             stmt.resetAndClear()
             return stmt
@@ -147,14 +147,14 @@ public final class Database {
     }
 
     /// The first column of the first row as text, or nil (no row, or NULL).
-    public func scalarText(_ sql: String, _ values: DatabaseValue...) throws(DatabaseError) -> String? {
+    package func scalarText(_ sql: String, _ values: DatabaseValue...) throws(DatabaseError) -> String? {
         let stmt = try prepare(sql)
         try stmt.bind(values)
         return try stmt.step() ? stmt.text(0) : nil
     }
 
     /// The first column of the first row as an integer, or nil.
-    public func scalarInt(_ sql: String, _ values: DatabaseValue...) throws(DatabaseError) -> Int64? {
+    package func scalarInt(_ sql: String, _ values: DatabaseValue...) throws(DatabaseError) -> Int64? {
         let stmt = try prepare(sql)
         try stmt.bind(values)
         guard try stmt.step(), !stmt.isNull(0) else { return nil }
@@ -162,14 +162,14 @@ public final class Database {
     }
 
     /// Runs a statement with bound values, ignoring any rows.
-    public func run(_ sql: String, _ values: DatabaseValue...) throws(DatabaseError) {
+    package func run(_ sql: String, _ values: DatabaseValue...) throws(DatabaseError) {
         let stmt = try cached(sql)
         try stmt.bind(values)
         while try stmt.step() {}
     }
 
     /// Every first-column text of a query.
-    public func texts(_ sql: String) throws(DatabaseError) -> [String] {
+    package func texts(_ sql: String) throws(DatabaseError) -> [String] {
         let stmt = try prepare(sql)
         var out: [String] = []
         while try stmt.step() { out.append(stmt.text(0) ?? "") }
@@ -177,7 +177,7 @@ public final class Database {
     }
 
     /// Runs `body` in a transaction (`BEGIN IMMEDIATE` so writers queue instead of failing later).
-    public func transaction<R>(_ body: () throws -> R) throws -> R {
+    package func transaction<R>(_ body: () throws -> R) throws -> R {
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()
@@ -191,7 +191,7 @@ public final class Database {
 
     /// Runs `body` under a savepoint: on its own it is a transaction; inside one, a throw rolls
     /// back only what `body` did. `name` must be a plain identifier.
-    public func savepoint<R>(_ name: String, _ body: () throws -> R) throws -> R {
+    package func savepoint<R>(_ name: String, _ body: () throws -> R) throws -> R {
         try execute("SAVEPOINT \(name)")
         do {
             let result = try body()
@@ -219,12 +219,12 @@ public final class Database {
         return Int(current)
     }
 
-    public var changes: Int { Int(sqlite3_changes(handle)) }
-    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    package var changes: Int { Int(sqlite3_changes(handle)) }
+    package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 }
 
 /// A value to bind.
-public enum DatabaseValue: Sendable, Equatable {
+package enum DatabaseValue: Sendable, Equatable {
     case null
     case int(Int64)
     case double(Double)
@@ -233,10 +233,10 @@ public enum DatabaseValue: Sendable, Equatable {
 }
 
 /// A prepared statement. Columns are read by index (hot paths decode by index, not by name).
-public final class Statement {
+package final class Statement {
     unowned let database: Database
     let handle: OpaquePointer
-    public let sql: String
+    package let sql: String
 
     init(database: Database, handle: OpaquePointer, sql: String) {
         self.database = database
@@ -253,15 +253,15 @@ public final class Statement {
 
     /// Ends the statement's current run (releasing its read snapshot) and clears its bindings.
     /// Call it when you stop stepping before the last row.
-    public func reset() {
+    package func reset() {
         resetAndClear()
     }
 
-    public func bind(_ values: [DatabaseValue]) throws(DatabaseError) {
+    package func bind(_ values: [DatabaseValue]) throws(DatabaseError) {
         for (i, value) in values.enumerated() { try bind(value, at: Int32(i + 1)) }
     }
 
-    public func bind(_ value: DatabaseValue, at index: Int32) throws(DatabaseError) {
+    package func bind(_ value: DatabaseValue, at index: Int32) throws(DatabaseError) {
         let rc: Int32
         switch value {
         case .null: rc = sqlite3_bind_null(handle, index)
@@ -284,7 +284,7 @@ public final class Statement {
     }
 
     /// Advances; true while a row is available.
-    public func step() throws(DatabaseError) -> Bool {
+    package func step() throws(DatabaseError) -> Bool {
         if let injected = database.faults?(.step, sql) {
             sqlite3_reset(handle)
             throw DatabaseError(extendedCode: injected, message: "injected fault", operation: "step")
@@ -302,24 +302,24 @@ public final class Statement {
         }
     }
 
-    public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
-    public func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
-    public func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(handle, column)) }
-    public func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
+    package func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+    package func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    package func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(handle, column)) }
+    package func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
 
-    public func text(_ column: Int32) -> String? {
+    package func text(_ column: Int32) -> String? {
         guard let c = sqlite3_column_text(handle, column) else { return nil }
         return String(cString: c)
     }
 
-    public func blob(_ column: Int32) -> [UInt8]? {
+    package func blob(_ column: Int32) -> [UInt8]? {
         let count = Int(sqlite3_column_bytes(handle, column))
         guard let base = sqlite3_column_blob(handle, column) else { return sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : [] }
         return Array(UnsafeRawBufferPointer(start: base, count: count))
     }
 
     /// The column's value, whatever its type (used to copy rows between databases).
-    public func value(_ column: Int32) -> DatabaseValue {
+    package func value(_ column: Int32) -> DatabaseValue {
         switch sqlite3_column_type(handle, column) {
         case SQLITE_INTEGER: return .int(int64(column))
         case SQLITE_FLOAT: return .double(double(column))
@@ -329,9 +329,9 @@ public final class Statement {
         }
     }
 
-    public var columnCount: Int32 { sqlite3_column_count(handle) }
+    package var columnCount: Int32 { sqlite3_column_count(handle) }
 
-    public func columnName(_ column: Int32) -> String {
+    package func columnName(_ column: Int32) -> String {
         sqlite3_column_name(handle, column).map { String(cString: $0) } ?? ""
     }
 }

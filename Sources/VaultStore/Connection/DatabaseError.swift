@@ -5,17 +5,17 @@ internal import CSQLCipher
 ///
 /// The description never carries bound values or SQL text: message bodies and keys are only ever
 /// bound as parameters, and SQLite's own messages name tables and columns, not values.
-public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The extended result code (`sqlite3_extended_errcode`).
-    public let extendedCode: Int32
+    package let extendedCode: Int32
     /// SQLite's message for the code (`sqlite3_errmsg`), which names objects, never bound values.
-    public let message: String
+    package let message: String
     /// What we were doing ("open", "key", "prepare", "step", "exec", …).
-    public let operation: String
+    package let operation: String
     /// The errno behind an I/O failure (`sqlite3_system_errno`), 0 when none.
-    public let systemErrno: Int32
+    package let systemErrno: Int32
 
-    public init(extendedCode: Int32, message: String, operation: String, systemErrno: Int32 = 0) {
+    package init(extendedCode: Int32, message: String, operation: String, systemErrno: Int32 = 0) {
         self.extendedCode = extendedCode
         self.message = message
         self.operation = operation
@@ -23,14 +23,14 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// The primary result code (`SQLITE_BUSY`, `SQLITE_NOTADB`, …).
-    public var primaryCode: Int32 { extendedCode & 0xff }
+    package var primaryCode: Int32 { extendedCode & 0xff }
 
-    public var description: String {
+    package var description: String {
         "SQLite error \(primaryCode) (\(DatabaseError.name(of: primaryCode))) during \(operation): \(message)"
     }
 
     /// SQLite's constant name for a primary code, as people search for it.
-    public static func name(of code: Int32) -> String {
+    package static func name(of code: Int32) -> String {
         switch code {
         case SQLITE_ERROR: return "SQLITE_ERROR"
         case SQLITE_INTERNAL: return "SQLITE_INTERNAL"
@@ -64,7 +64,7 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
     /// How the open procedure treats a failure with this code. The errno decides first: a full
     /// disk often surfaces as SQLITE_IOERR (creating the shm file) or a plain SQLITE_ERROR (an
     /// export), not as SQLITE_FULL.
-    public var failureClass: FailureClass {
+    package var failureClass: FailureClass {
         switch systemErrno {
         case ENOSPC, EDQUOT, EFBIG: return .diskFull
         case EROFS, EACCES, EPERM: return .readOnly
@@ -84,7 +84,7 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// The classes of failure the open procedure distinguishes (ARCHITECTURE.md §5).
-    public enum FailureClass: Sendable, Equatable {
+    package enum FailureClass: Sendable, Equatable {
         /// The file is not a database under this key, or a page is damaged.
         case damaged
         /// Another connection holds a lock.

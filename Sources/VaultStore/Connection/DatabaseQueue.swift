@@ -1,10 +1,10 @@
 import Foundation
 import Synchronization
 internal import CSQLCipher
-public import VaultKeys
+package import VaultKeys
 
 /// How a connection is keyed.
-public enum ConnectionKeying: Sendable {
+package enum ConnectionKeying: Sendable {
     /// A plaintext database.
     case plaintext
     /// An SQLCipher database under a raw key with this profile.
@@ -12,27 +12,27 @@ public enum ConnectionKeying: Sendable {
 }
 
 /// Connection settings applied after keying.
-public struct ConnectionOptions: Sendable {
+package struct ConnectionOptions: Sendable {
     /// `PRAGMA busy_timeout` in milliseconds.
-    public var busyTimeoutMs: Int = 2000
+    package var busyTimeoutMs: Int = 2000
     /// Page cache per connection, in KiB (`PRAGMA cache_size = -N`): sized so warm reads find their
     /// pages already decrypted.
-    public var pageCacheKiB: Int = 16 * 1024
+    package var pageCacheKiB: Int = 16 * 1024
     /// Never write (`PRAGMA query_only`): the reader connection and salvage probes. The file is
     /// still opened read-write, because a WAL database without its `-shm` cannot be opened
     /// read-only on SQLite 3.15.
-    public var readOnly = false
+    package var readOnly = false
     /// Create the file if missing.
-    public var create = false
+    package var create = false
     /// Test seam.
     package var faults: FaultInjector?
 
-    public init() {}
+    package init() {}
 }
 
 /// One connection and the serial queue it lives on. Every use of the connection goes through
 /// `sync` or `run`, on that queue; the connection itself never leaves it.
-public final class DatabaseQueue: @unchecked Sendable {
+package final class DatabaseQueue: @unchecked Sendable {
     private let queue: DispatchQueue
     private let queueKey = DispatchSpecificKey<UInt8>()
     // Touched only on `queue` (or during init, before the queue is shared).
@@ -41,11 +41,11 @@ public final class DatabaseQueue: @unchecked Sendable {
     /// closed. Cleared (under its lock) before the connection closes, so an interrupt never
     /// reaches a closed one.
     private let interruptible: Mutex<Int>
-    public let path: String
+    package let path: String
 
     /// Opens and sets up a connection in the one ordered place: open, key, pin the cipher profile,
     /// probe (the first read proves key and format), then pragmas.
-    public init(path: String, keying: ConnectionKeying, options: ConnectionOptions, label: String) throws(DatabaseError) {
+    package init(path: String, keying: ConnectionKeying, options: ConnectionOptions, label: String) throws(DatabaseError) {
         self.path = path
         queue = DispatchQueue(label: "chatvault.db.\(label)")
         queue.setSpecific(key: queueKey, value: 1)
@@ -88,7 +88,7 @@ public final class DatabaseQueue: @unchecked Sendable {
     /// Makes the statement running on this connection (if any) stop soon with `SQLITE_INTERRUPT`
     /// (`sqlite3_interrupt`, which `PRAGMA quick_check` honours between pages). Any thread; a
     /// no-op once closed.
-    public func interrupt() {
+    package func interrupt() {
         interruptible.withLock { handle in
             if let connection = SQLiteConnection(bitPattern: handle) { sqlite3_interrupt(connection) }
         }
@@ -105,7 +105,7 @@ public final class DatabaseQueue: @unchecked Sendable {
 
     /// Runs `body` on the connection's queue and waits. The result must be `Sendable`, so neither
     /// the connection nor one of its statements can leave the queue.
-    public func sync<R: Sendable>(_ body: (Database) throws -> R) throws -> R {
+    package func sync<R: Sendable>(_ body: (Database) throws -> R) throws -> R {
         if DispatchQueue.getSpecific(key: queueKey) != nil {
             return try body(try live())
         }
@@ -113,7 +113,7 @@ public final class DatabaseQueue: @unchecked Sendable {
     }
 
     /// Runs `body` on the connection's queue without blocking the caller.
-    public func run<R: Sendable>(_ body: @escaping @Sendable (Database) throws -> R) async throws -> R {
+    package func run<R: Sendable>(_ body: @escaping @Sendable (Database) throws -> R) async throws -> R {
         try await withCheckedThrowingContinuation { continuation in
             queue.async {
                 continuation.resume(with: Result { try body(try self.live()) })
@@ -132,7 +132,7 @@ public final class DatabaseQueue: @unchecked Sendable {
     /// millisecond until the queue reaches the close), so a long statement stops rather than
     /// being waited for, where the engine honours `sqlite3_interrupt` (SQLite 3.15's
     /// `quick_check` does not, once under way: the close then waits for it).
-    public func closeInterrupting() {
+    package func closeInterrupting() {
         guard DispatchQueue.getSpecific(key: queueKey) == nil else { return close() }
         let closed = DispatchSemaphore(value: 0)
         queue.async {
@@ -144,7 +144,7 @@ public final class DatabaseQueue: @unchecked Sendable {
     }
 
     /// Closes the connection (idempotent). Later calls fail with SQLITE_MISUSE.
-    public func close() {
+    package func close() {
         if DispatchQueue.getSpecific(key: queueKey) != nil {
             interruptible.withLock { $0 = 0 }
             database = nil

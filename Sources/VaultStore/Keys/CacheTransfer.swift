@@ -24,7 +24,7 @@ public struct CacheExportReport: Sendable {
 /// An import lands in a new quarantine entry and is then restored like any entry
 /// (`KeyManager.restoreEntry`): the current cache's unsent messages are merged in and the rest of
 /// it is set aside, and a stop at any instant is finished or abandoned by the next open.
-public enum CacheTransfer {
+package enum CacheTransfer {
     static let magic = Array("CHATVAULT-EXPORT\n".utf8)
     static let format = "chatvault-export-1"
     static let headerLimit = 1 << 20
@@ -47,7 +47,7 @@ public enum CacheTransfer {
     }
 
     /// Writes the cache of `configuration` to `path` (created 0600; never over an existing file).
-    public static func export(_ configuration: StoreConfiguration, to path: String) throws(KeyManagementError) -> CacheExportReport {
+    package static func export(_ configuration: StoreConfiguration, to path: String) throws(KeyManagementError) -> CacheExportReport {
         let held = try KeyManager.openForChange(configuration)
         defer { held.lock.release() }
         let dir = held.config.directory
@@ -94,7 +94,7 @@ public enum CacheTransfer {
     }
 
     /// Imports an exported cache and makes it the current cache of `configuration`.
-    public static func importCache(_ configuration: StoreConfiguration, from path: String,
+    package static func importCache(_ configuration: StoreConfiguration, from path: String,
                                    secret: RecoverySecret) throws(KeyManagementError) -> CacheRestoreReport {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw .fileUnusable("cannot open \(path): \(String(cString: strerror(errno)))") }

@@ -20,32 +20,32 @@ import VaultKeys
 /// |------------|---------------------------------------------------------|----------------------------|
 /// | `storing`  | the key maybe copied to `toStore`; the manifest names `fromStore` | removes the copy |
 /// | `removing` | the manifest names `toStore`; `fromStore` may still hold the key  | removes the old copy |
-public struct KeyChange: Codable, Sendable, Equatable {
-    public enum Kind: String, Codable, Sendable {
+package struct KeyChange: Codable, Sendable, Equatable {
+    package enum Kind: String, Codable, Sendable {
         case rotate
         case move
     }
 
-    public enum Phase: String, Codable, Sendable {
+    package enum Phase: String, Codable, Sendable {
         case exporting
         case swapping
         case storing
         case removing
     }
 
-    public var kind: Kind
-    public var phase: Phase
+    package var kind: Kind
+    package var phase: Phase
     /// The key id the cache had before the change.
-    public var fromKeyId: String
+    package var fromKeyId: String
     /// The new key's id (a rotation; the same as `fromKeyId` for a move).
-    public var toKeyId: String
+    package var toKeyId: String
     /// The new key's check value (hex), so a key found in a store can be told right or wrong.
-    public var toKeyCheck: String
+    package var toKeyCheck: String
     /// The store names (the same for a rotation).
-    public var fromStore: String
-    public var toStore: String
+    package var fromStore: String
+    package var toStore: String
 
-    public init(kind: Kind, phase: Phase, fromKeyId: String, toKeyId: String, toKeyCheck: String, fromStore: String, toStore: String) {
+    package init(kind: Kind, phase: Phase, fromKeyId: String, toKeyId: String, toKeyCheck: String, fromStore: String, toStore: String) {
         self.kind = kind
         self.phase = phase
         self.fromKeyId = fromKeyId
@@ -62,7 +62,7 @@ public struct KeyChange: Codable, Sendable, Equatable {
 
     /// The suffix of the cache id that names a rotation's staging key item (the new key, kept
     /// apart until the database is proven under it).
-    public static let stagingSuffix = "-next"
+    package static let stagingSuffix = "-next"
 
     /// The staging item of a cache's rotation.
     static func stagingItem(_ id: KeyItemID) -> KeyItemID {

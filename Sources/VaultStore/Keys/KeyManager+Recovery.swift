@@ -61,7 +61,7 @@ extension KeyManager {
     /// Makes a recovery secret for the cache: a random recovery key, wrapped by the secret into
     /// `recovery.json` (about half a second of key derivation) and kept inside the database; the
     /// cache key sealed under it. A new secret replaces the previous one.
-    public static func createRecoverySecret(_ configuration: StoreConfiguration) throws(KeyManagementError) -> RecoverySecretReport {
+    package static func createRecoverySecret(_ configuration: StoreConfiguration) throws(KeyManagementError) -> RecoverySecretReport {
         let held = try openForChange(configuration)
         defer { held.lock.release() }
         let dir = held.config.directory
@@ -117,7 +117,7 @@ extension KeyManager {
     }
 
     /// The caches in `quarantine/`, newest first, with whether each could be restored now.
-    public static func quarantined(_ configuration: StoreConfiguration) -> [QuarantinedCache] {
+    package static func quarantined(_ configuration: StoreConfiguration) -> [QuarantinedCache] {
         let quarantine = Quarantine(directory: configuration.directory, policy: configuration.quarantine, now: configuration.now)
         return quarantine.entries().reversed().compactMap { entry -> QuarantinedCache? in
             guard let notice = entry.notice, notice.moving != true else { return nil }
@@ -136,7 +136,7 @@ extension KeyManager {
 
     /// Restores a quarantined cache whose key is in its store again (a keyring restored from
     /// backup) as the current cache; see the type's notes for what happens to the current one.
-    public static func restore(_ configuration: StoreConfiguration, entry id: String) throws(KeyManagementError) -> CacheRestoreReport {
+    package static func restore(_ configuration: StoreConfiguration, entry id: String) throws(KeyManagementError) -> CacheRestoreReport {
         let quarantine = Quarantine(directory: configuration.directory, policy: configuration.quarantine, now: configuration.now)
         guard let entry = quarantine.entries().first(where: { $0.name == id }) else { throw .noSuchEntry(id) }
         guard case .valid(let manifest) = ManifestFile.read(directory: entry.path), manifest.encrypted,
@@ -154,7 +154,7 @@ extension KeyManager {
 
     /// Restores the newest quarantined cache that `secret` opens (its recovery file); each
     /// candidate costs the key derivation's time. `.wrongSecret` when none opens, and nothing changed.
-    public static func recover(_ configuration: StoreConfiguration, secret: RecoverySecret) throws(KeyManagementError) -> CacheRestoreReport {
+    package static func recover(_ configuration: StoreConfiguration, secret: RecoverySecret) throws(KeyManagementError) -> CacheRestoreReport {
         try recover(configuration, secret: secret, crashAt: nil)
     }
 

@@ -103,19 +103,19 @@ package enum KeyChangeCrashPoint: String, CaseIterable, Sendable {
 ///
 /// Both open the cache first (the open procedure: a cache that cannot open is not changed) and
 /// hold its lock throughout; a cache open elsewhere is `.unavailable(.cacheInUse)`.
-public enum KeyManager {
+package enum KeyManager {
     /// Rotates the cache's key: a new random key, the database exported under it into
     /// `cache.db.next` (`sqlcipher_export`), verified (schema, row counts, `quick_check`),
     /// renamed into place; the new key replaces the old in the store only after that. The media
     /// key is rotated with it: every encrypted media file is rewritten under a new one
     /// (`MediaRekey`), swapped in with the database.
-    public static func rotate(_ configuration: StoreConfiguration) throws(KeyManagementError) -> KeyChangeReport {
+    package static func rotate(_ configuration: StoreConfiguration) throws(KeyManagementError) -> KeyChangeReport {
         try rotate(configuration, crashAt: nil)
     }
 
     /// Moves the key to the configured store named `storeName` (`secret-service`, `file`…): the
     /// key is copied, read back and checked, the manifest switched, then the old copy removed.
-    public static func move(_ configuration: StoreConfiguration, to storeName: String) throws(KeyManagementError) -> KeyChangeReport {
+    package static func move(_ configuration: StoreConfiguration, to storeName: String) throws(KeyManagementError) -> KeyChangeReport {
         try move(configuration, to: storeName, crashAt: nil)
     }
 

@@ -15,14 +15,14 @@ import VaultKeys
 ///
 /// Without the secret the file reveals key ids and KDF parameters, nothing else. Ordinary opens
 /// never read it.
-public struct RecoveryFile: Codable, Sendable, Equatable {
-    public static let name = "recovery.json"
+package struct RecoveryFile: Codable, Sendable, Equatable {
+    package static let name = "recovery.json"
     static let format = "chatvault-recovery-1"
     static let sizeLimit = 64 * 1024
 
     var format: String
-    public var cacheId: String
-    public var recoveryKeyId: String
+    package var cacheId: String
+    package var recoveryKeyId: String
     var recoveryKey: WrappedCacheKey
     var cacheKeys: [SealedCacheKey]
 

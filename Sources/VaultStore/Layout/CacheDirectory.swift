@@ -1,56 +1,56 @@
 import Foundation
 import Synchronization
-public import VaultKeys
+package import VaultKeys
 
 /// The files of one cache directory (one app, one user), ARCHITECTURE.md §4.
-public struct CacheDirectory: Sendable, Equatable {
-    public let path: String
+package struct CacheDirectory: Sendable, Equatable {
+    package let path: String
 
-    public init(path: String) {
+    package init(path: String) {
         self.path = path
     }
 
     /// The directory for a user under an app's root: the user id is never in clear in a path.
-    public init(root: String, account: String) {
+    package init(root: String, account: String) {
         path = "\(root)/\(account)"
     }
 
     /// The directory's name: the opaque per-user account (see `account(applicationId:userId:)`).
-    public var account: String { (path as NSString).lastPathComponent }
+    package var account: String { (path as NSString).lastPathComponent }
 
-    public var database: String { "\(path)/cache.db" }
-    public var wal: String { "\(path)/cache.db-wal" }
-    public var shm: String { "\(path)/cache.db-shm" }
-    public var manifest: String { "\(path)/\(ManifestFile.name)" }
-    public var lockFile: String { "\(path)/lock" }
+    package var database: String { "\(path)/cache.db" }
+    package var wal: String { "\(path)/cache.db-wal" }
+    package var shm: String { "\(path)/cache.db-shm" }
+    package var manifest: String { "\(path)/\(ManifestFile.name)" }
+    package var lockFile: String { "\(path)/lock" }
     /// The cache key wrapped for the user's recovery secret (`RecoveryFile`), when one was made.
-    public var recovery: String { "\(path)/\(RecoveryFile.name)" }
-    public var quarantine: String { "\(path)/quarantine" }
+    package var recovery: String { "\(path)/\(RecoveryFile.name)" }
+    package var quarantine: String { "\(path)/quarantine" }
     /// Where an encryption migration writes the new database before it replaces the old one.
-    public var migrationTarget: String { "\(path)/cache.db.next" }
-    public var media: String { "\(path)/media" }
-    public var outgoing: String { "\(path)/outgoing" }
+    package var migrationTarget: String { "\(path)/cache.db.next" }
+    package var media: String { "\(path)/media" }
+    package var outgoing: String { "\(path)/outgoing" }
 
     /// The database and its WAL-mode companions.
-    public var databaseFiles: [String] { [database, wal, shm] }
+    package var databaseFiles: [String] { [database, wal, shm] }
 
-    public var exists: Bool {
+    package var exists: Bool {
         var st = stat()
         return lstat(path, &st) == 0
     }
 
-    public var hasDatabase: Bool {
+    package var hasDatabase: Bool {
         var st = stat()
         return lstat(database, &st) == 0 && st.st_size > 0
     }
 
     /// The opaque per-user name: the first 32 hex digits of SHA-256 over the app id and user id.
-    public static func account(applicationId: String, userId: String) -> String {
+    package static func account(applicationId: String, userId: String) -> String {
         String(sha256Hex("chatvault-account|\(applicationId)|\(userId)").prefix(32))
     }
 
     /// Bytes used by the database files and media directories.
-    public func bytesOnDisk() -> Int64 {
+    package func bytesOnDisk() -> Int64 {
         var total: Int64 = 0
         for file in databaseFiles {
             var st = stat()
@@ -113,17 +113,17 @@ public struct CacheDirectory: Sendable, Equatable {
 ///
 /// `flock` locks belong to an open file description, so a second open in the same process is
 /// refused too. The lock file holds the owner's pid for the error message.
-public final class DirectoryLock: Sendable {
+package final class DirectoryLock: Sendable {
     private let fd: Mutex<Int32>
-    public let path: String
+    package let path: String
 
-    public enum Failure: Error, Sendable, Equatable {
+    package enum Failure: Error, Sendable, Equatable {
         /// Another process (or another instance in this one) holds the cache.
         case held(byPid: Int32?)
         case system(SecureFileError)
     }
 
-    public static func acquire(_ path: String) -> Result<DirectoryLock, Failure> {
+    package static func acquire(_ path: String) -> Result<DirectoryLock, Failure> {
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let e = errno
@@ -163,7 +163,7 @@ public final class DirectoryLock: Sendable {
     }
 
     /// Releases the lock (idempotent).
-    public func release() {
+    package func release() {
         fd.withLock { fd in
             guard fd >= 0 else { return }
             _ = ftruncate(fd, 0)

@@ -1,43 +1,43 @@
-public import Foundation
-public import VaultKeys
+package import Foundation
+package import VaultKeys
 
 /// The plaintext sidecar that describes a cache: small, versioned, written atomically.
 ///
 /// It holds no message content, no user id and no key material. The key-check value is an HMAC
 /// of a fixed label under the key: it tells a right key from a wrong one without opening the
 /// database, and reveals nothing about the key.
-public struct Manifest: Codable, Sendable, Equatable {
+package struct Manifest: Codable, Sendable, Equatable {
     /// The newest manifest format this code understands. A manifest is written as format 1 unless
     /// a key change is in progress (`keyChange`): then as format 2, so that an older ChatVault,
     /// which would not finish the change, leaves the cache alone (`newerManifest`) instead of
     /// taking a half-rotated database for a wrong key.
-    public static let currentFormatVersion = 2
+    package static let currentFormatVersion = 2
 
-    public var formatVersion: Int
+    package var formatVersion: Int
     /// A random identifier of this cache (a UUID); it names the key item.
-    public var cacheId: String
-    public var encrypted: Bool
+    package var cacheId: String
+    package var encrypted: Bool
     /// The tier holding the key (`KEYSTORE`, `SOFTWARE`, `NONE`).
-    public var keyStorage: KeyStorageTier
+    package var keyStorage: KeyStorageTier
     /// The store that holds the key (`secret-service`, `file`, `memory`), nil when plaintext.
-    public var keyStore: String?
+    package var keyStore: String?
     /// A random identifier of the key (not the key), also kept on the key item.
-    public var keyId: String?
+    package var keyId: String?
     /// HMAC-SHA256 of a fixed label and the cache id under the key, hex.
-    public var keyCheck: String?
+    package var keyCheck: String?
     /// The cipher settings every connection pins; nil when plaintext.
-    public var cipherProfile: CipherProfile?
+    package var cipherProfile: CipherProfile?
     /// When the cache was created (ISO 8601).
-    public var createdAt: String
+    package var createdAt: String
     /// Unclassified open failures in a row; reset to 0 by a successful open.
-    public var consecutiveUnclassifiedFailures: Int
+    package var consecutiveUnclassifiedFailures: Int
     /// The SQLite result code of the last unclassified failure, for the audit.
-    public var lastFailureCode: Int32?
+    package var lastFailureCode: Int32?
     /// A key rotation or key move that has started and not finished (key ids and store names,
     /// never keys). Every open finishes or rolls it back before anything else (`KeyChange`).
-    public var keyChange: KeyChange?
+    package var keyChange: KeyChange?
 
-    public init(cacheId: String, encrypted: Bool, keyStorage: KeyStorageTier, keyStore: String?, keyId: String?,
+    package init(cacheId: String, encrypted: Bool, keyStorage: KeyStorageTier, keyStore: String?, keyId: String?,
                 keyCheck: String?, cipherProfile: CipherProfile?, createdAt: Date) {
         formatVersion = Manifest.currentFormatVersion
         self.cacheId = cacheId
@@ -54,7 +54,7 @@ public struct Manifest: Codable, Sendable, Equatable {
 
     /// Whether the manifest is internally consistent and names nothing that could escape the
     /// cache directory or the key store's namespace.
-    public var isWellFormed: Bool {
+    package var isWellFormed: Bool {
         guard formatVersion >= 1, KeyItemNames.isSafeComponent(cacheId), consecutiveUnclassifiedFailures >= 0 else { return false }
         if encrypted {
             guard keyStorage != .none, let keyCheck, keyCheck.count == 64, keyCheck.utf8.allSatisfy(isHexDigit),
@@ -74,12 +74,12 @@ public struct Manifest: Codable, Sendable, Equatable {
 }
 
 /// Reading and writing `manifest.json`.
-public enum ManifestFile {
-    public static let name = "manifest.json"
+package enum ManifestFile {
+    package static let name = "manifest.json"
     private static let sizeLimit = 64 * 1024
 
     /// What was found on disk.
-    public enum State: Sendable, Equatable {
+    package enum State: Sendable, Equatable {
         case missing
         /// The file exists but could not be read now (EACCES, EMFILE, EIO…): transient, never
         /// a reason to rebuild anything.
@@ -91,7 +91,7 @@ public enum ManifestFile {
         case valid(Manifest)
     }
 
-    public static func read(directory: String) -> State {
+    package static func read(directory: String) -> State {
         let path = "\(directory)/\(name)"
         let bytes: [UInt8]
         do {
@@ -113,7 +113,7 @@ public enum ManifestFile {
         return .valid(manifest)
     }
 
-    public static func write(_ manifest: Manifest, directory: String) throws(SecureFileError) {
+    package static func write(_ manifest: Manifest, directory: String) throws(SecureFileError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         var written = manifest

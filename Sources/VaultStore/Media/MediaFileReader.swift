@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import Synchronization
 
 /// Reads media files written by `MediaFileWriter`. With a key every chunk is authenticated before
@@ -6,9 +6,9 @@ import Synchronization
 /// from another file, a wrong key, a file that is not a media file) is `.damaged`. Lengths read
 /// from the file are range-checked, so a hostile file cannot trap or make a huge allocation.
 /// Without a key the file is taken as plain bytes.
-public enum MediaFileReader {
+package enum MediaFileReader {
     /// The whole plaintext (for small files and tests), refusing more than `maxBytes`.
-    public static func read(_ path: String, key: MediaKey?, maxBytes: Int64) throws(MediaFileError) -> Data {
+    package static func read(_ path: String, key: MediaKey?, maxBytes: Int64) throws(MediaFileError) -> Data {
         let source = try MediaChunkSource(path: path, key: key)
         guard source.plaintextLength <= maxBytes else { throw .tooLarge(limit: maxBytes) }
         var data = Data()
@@ -23,7 +23,7 @@ public enum MediaFileReader {
 
     /// Whether `path` is a regular file that starts as an encrypted media file does (the format's
     /// magic). Says nothing of its integrity; a plain file (or none) is false.
-    public static func isEncryptedMediaFile(_ path: String) -> Bool {
+    package static func isEncryptedMediaFile(_ path: String) -> Bool {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -36,7 +36,7 @@ public enum MediaFileReader {
 
     /// Checks the whole file (every chunk's tag, the final marker) without keeping it; returns
     /// the plaintext length.
-    public static func verify(_ path: String, key: MediaKey?) throws(MediaFileError) -> Int64 {
+    package static func verify(_ path: String, key: MediaKey?) throws(MediaFileError) -> Int64 {
         let source = try MediaChunkSource(path: path, key: key)
         var total: Int64 = 0
         while var chunk = try source.next() {
@@ -51,7 +51,7 @@ public enum MediaFileReader {
     /// when the file fails to verify part-way.
     /// - Parameter durable: false for a disposable copy (a view in a tmpfs, made again when lost):
     ///   no fsync of the file or its directory; the rename still makes it appear whole or not at all.
-    public static func decrypt(_ path: String, key: MediaKey?, to destination: String, durable: Bool = true) throws(MediaFileError) {
+    package static func decrypt(_ path: String, key: MediaKey?, to destination: String, durable: Bool = true) throws(MediaFileError) {
         let source = try MediaChunkSource(path: path, key: key)
         let name = (destination as NSString).lastPathComponent
         var directory = (destination as NSString).deletingLastPathComponent
@@ -80,7 +80,7 @@ public enum MediaFileReader {
 
     /// The plaintext in chunks (64 KiB), each verified before it is yielded; an error ends the
     /// stream. Chunks are read on demand, one per `next()`, so a slow consumer holds one chunk.
-    public static func chunks(_ path: String, key: MediaKey?) -> AsyncThrowingStream<Data, any Error> {
+    package static func chunks(_ path: String, key: MediaKey?) -> AsyncThrowingStream<Data, any Error> {
         let state = MediaChunkStreamState(path: path, key: key)
         return AsyncThrowingStream(unfolding: { try state.next() })
     }

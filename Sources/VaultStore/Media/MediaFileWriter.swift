@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// Writes one media file atomically: bytes go to a temporary file (0600, `.cvm-<hex>.tmp`) in
 /// `directory` (created 0700 if missing); `commit` fsyncs it, renames it to `name` and fsyncs the
@@ -13,7 +13,7 @@ public import Foundation
 /// At most one chunk (64 KiB) of plaintext is held in memory. One writer belongs to one task at
 /// a time (it is not `Sendable`). After any error the writer is spent: later calls throw and the
 /// temporary file is removed by `abort()` or when the writer goes away.
-public final class MediaFileWriter {
+package final class MediaFileWriter {
     private let directory: String
     private let maxBytes: Int64
     private let cipher: MediaChunkCipher?
@@ -25,10 +25,10 @@ public final class MediaFileWriter {
     private var finished = false
 
     /// The plaintext bytes appended so far.
-    public private(set) var plaintextBytes: Int64 = 0
+    package private(set) var plaintextBytes: Int64 = 0
 
     /// Creates the temporary file (and `directory` if missing). `maxBytes` limits the plaintext.
-    public init(directory: String, key: MediaKey?, maxBytes: Int64 = .max) throws(MediaFileError) {
+    package init(directory: String, key: MediaKey?, maxBytes: Int64 = .max) throws(MediaFileError) {
         try MediaFileIO.ensureDirectory(directory)
         var header: [UInt8] = []
         if let key {
@@ -61,7 +61,7 @@ public final class MediaFileWriter {
     }
 
     /// Appends plaintext. Throws `.tooLarge` (and appends nothing) when the total would pass `maxBytes`.
-    public func append(_ bytes: Data) throws(MediaFileError) {
+    package func append(_ bytes: Data) throws(MediaFileError) {
         try checkUsable()
         guard Int64(bytes.count) <= maxBytes - plaintextBytes else { throw .tooLarge(limit: maxBytes) }
         do throws(MediaFileError) {
@@ -100,7 +100,7 @@ public final class MediaFileWriter {
     /// - Parameter durable: false for a disposable file (a decrypted view): no fsync of the file or
     ///   the directory; the rename still makes it appear whole or not at all.
     @discardableResult
-    public func commit(as name: String, durable: Bool = true) throws(MediaFileError) -> Int64 {
+    package func commit(as name: String, durable: Bool = true) throws(MediaFileError) -> Int64 {
         try checkUsable()
         guard MediaFileIO.isPlainName(name) else { throw .io(operation: "commit: not a plain file name", errno: EINVAL) }
         guard let temporaryPath else { throw .io(operation: "commit: no temporary file", errno: EBADF) }
@@ -125,7 +125,7 @@ public final class MediaFileWriter {
     }
 
     /// Removes the temporary file; the writer is spent. Also done when an uncommitted writer goes away.
-    public func abort() {
+    package func abort() {
         if fd >= 0 {
             close(fd)
             fd = -1
@@ -143,7 +143,7 @@ public final class MediaFileWriter {
     /// `abort` left in `directory` (a crash, SIGKILL); returns how many. Call it only while no
     /// writer is at work in that directory (when the cache opens): it removes theirs too.
     @discardableResult
-    public static func removeLeftovers(in directory: String) -> Int {
+    package static func removeLeftovers(in directory: String) -> Int {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return 0 }
         var removed = 0
         for name in names where name.hasPrefix(".cvm-") && name.hasSuffix(".tmp") {

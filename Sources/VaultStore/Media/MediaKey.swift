@@ -9,45 +9,45 @@ import VaultKeys
 ///     print(key)          // MediaKey(<redacted>)
 ///
 /// Equality is constant-time.
-public struct MediaKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+package struct MediaKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The key length in bytes (AES-256).
-    public static let byteCount = 32
+    package static let byteCount = 32
 
     private let bytes: [UInt8]
 
     private init(checked bytes: [UInt8]) { self.bytes = bytes }
 
     /// A fresh key from OpenSSL's `RAND_bytes` (seeded from the kernel).
-    public static func generate() throws(MediaFileError) -> MediaKey {
+    package static func generate() throws(MediaFileError) -> MediaKey {
         var bytes = [UInt8](repeating: 0, count: byteCount)
         try MediaCrypto.randomBytes(&bytes)
         return MediaKey(checked: bytes)
     }
 
     /// A key read back from the database; nil unless exactly 32 bytes.
-    public init?(raw: [UInt8]) {
+    package init?(raw: [UInt8]) {
         guard raw.count == Self.byteCount else { return nil }
         bytes = raw
     }
 
     /// The 32 key bytes, for storing them in the (encrypted) database. Do not log them.
-    public var raw: [UInt8] { bytes }
+    package var raw: [UInt8] { bytes }
 
-    public static func == (lhs: MediaKey, rhs: MediaKey) -> Bool {
+    package static func == (lhs: MediaKey, rhs: MediaKey) -> Bool {
         guard lhs.bytes.count == rhs.bytes.count else { return false }
         return lhs.bytes.withUnsafeBytes { l in
             rhs.bytes.withUnsafeBytes { r in CRYPTO_memcmp(l.baseAddress, r.baseAddress, l.count) == 0 }
         }
     }
 
-    public var description: String { "MediaKey(<redacted>)" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: [:]) }
+    package var description: String { "MediaKey(<redacted>)" }
+    package var debugDescription: String { description }
+    package var customMirror: Mirror { Mirror(self, children: [:]) }
 }
 
 /// A media file could not be written or read. Carries what went wrong and errno, never file
 /// content, key bytes or plaintext.
-public enum MediaFileError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum MediaFileError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file is not a valid media file under this key: authentication failed, truncated,
     /// reordered or spliced chunks, a bad header, a wrong key, an empty or foreign file. The
     /// string names what failed (e.g. "chunk 3 failed authentication").
@@ -62,7 +62,7 @@ public enum MediaFileError: Error, Sendable, Equatable, CustomStringConvertible 
     /// OpenSSL refused an operation (the random source, a cipher initialisation); the string names it.
     case crypto(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .damaged(let what): return "media file damaged or not under this key: \(what)"
         case .io(let operation, let e): return "\(operation) failed: \(String(cString: strerror(e))) (errno \(e))"

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Where decrypted views of media files live while a user is logged in:
 /// `$XDG_RUNTIME_DIR/<applicationId>/media-views/<account>/`.
@@ -8,15 +8,15 @@ public import Foundation
 /// `.noSafeRuntimeDirectory` and no decrypted view is written anywhere. Every level below it is
 /// created 0700; a level that already exists must be a directory of ours (not a link) without
 /// group or other access.
-public struct MediaViewDirectory: Sendable {
+package struct MediaViewDirectory: Sendable {
     /// The per-account directory, without a trailing slash.
-    public let path: String
+    package let path: String
 
     private init(path: String) { self.path = path }
 
     /// Checks `$XDG_RUNTIME_DIR` in `environment` and creates (or checks) the levels below it.
     /// `applicationId` and `account` must each be one plain path component (no "/", not "." or "..").
-    public static func resolve(applicationId: String, account: String,
+    package static func resolve(applicationId: String, account: String,
                                environment: [String: String] = ProcessInfo.processInfo.environment) throws(MediaFileError) -> MediaViewDirectory {
         guard var runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty else {
             throw .noSafeRuntimeDirectory("XDG_RUNTIME_DIR is unset")
@@ -53,7 +53,7 @@ public struct MediaViewDirectory: Sendable {
 
     /// Removes the whole per-account directory with every decrypted view in it (links inside are
     /// removed, never followed). Best effort: a failure leaves what could not be removed.
-    public func removeAll() {
+    package func removeAll() {
         try? FileManager.default.removeItem(atPath: path)
     }
 

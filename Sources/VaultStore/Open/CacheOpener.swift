@@ -16,8 +16,8 @@ import VaultKeys
 /// disk, a file that cannot be opened right now) never resets or touches the cache; a reset sets
 /// the old files aside in `quarantine/` and is abandoned (never turned into a deletion) when it
 /// cannot; nothing is labelled encrypted before the cipher is proven.
-public enum CacheOpener {
-    public static func open(_ configuration: StoreConfiguration) -> OpenReport {
+package enum CacheOpener {
+    package static func open(_ configuration: StoreConfiguration) -> OpenReport {
         var procedure = OpenProcedure(configuration)
         return procedure.run()
     }
@@ -27,7 +27,7 @@ public enum CacheOpener {
     /// first open overlaps the open's own file work. Only the store the manifest names, only for
     /// an encrypted cache with a valid manifest: nothing is asked that the open would not ask.
     /// Blocks; run it beside `open`, e.g. on a global queue just before.
-    public static func prepareKeyStore(_ configuration: StoreConfiguration) {
+    package static func prepareKeyStore(_ configuration: StoreConfiguration) {
         guard configuration.encryption, case .valid(let manifest) = ManifestFile.read(directory: configuration.directory.path),
               manifest.encrypted, let store = KeyStoreSelection.store(for: manifest, among: configuration.keyStores) else { return }
         store.prepare()
@@ -35,7 +35,7 @@ public enum CacheOpener {
 
     /// Records that resets from an `OpenReport` have been delivered to the reset listeners, so the
     /// next open does not announce them again. Until then every successful open reports them.
-    public static func acknowledge(_ resets: [CacheReset], in directory: CacheDirectory) {
+    package static func acknowledge(_ resets: [CacheReset], in directory: CacheDirectory) {
         Quarantine(directory: directory, policy: QuarantinePolicy(), now: { Date() }).markReported(resets.compactMap(\.quarantinedAs))
     }
 }

@@ -26,7 +26,7 @@ public enum OfflineCacheResetReason: String, Sendable, Codable, CaseIterable {
 }
 
 /// The value of `pendingMessagesLost` when the old outbox could not be read.
-public let offlinePendingCountUnknown = -1
+package let offlinePendingCountUnknown = -1
 
 /// One reset, as the reset listener is told.
 public struct CacheReset: Sendable, Equatable {
@@ -36,7 +36,7 @@ public struct CacheReset: Sendable, Equatable {
     /// The quarantine entry holding the old files (relative to the cache directory), if kept.
     public let quarantinedAs: String?
 
-    public init(reason: OfflineCacheResetReason, pendingMessagesLost: Int, quarantinedAs: String?) {
+    package init(reason: OfflineCacheResetReason, pendingMessagesLost: Int, quarantinedAs: String?) {
         self.reason = reason
         self.pendingMessagesLost = pendingMessagesLost
         self.quarantinedAs = quarantinedAs
@@ -151,44 +151,45 @@ public struct QuarantinePolicy: Sendable, Equatable {
     }
 }
 
-/// Everything the open procedure needs to know.
-public struct StoreConfiguration: Sendable {
-    public var directory: CacheDirectory
-    public var applicationId: String
+/// Everything the open procedure needs to know. (`@usableFromInline`: `VaultSettings.init`'s
+/// public default argument reads `defaultSynchronousIntegrityCheckLimit`.)
+@usableFromInline package struct StoreConfiguration: Sendable {
+    package var directory: CacheDirectory
+    package var applicationId: String
     /// The opaque per-user name (see `CacheDirectory.account`).
-    public var account: String
+    package var account: String
     /// The key item's human label, e.g. "Example Chat offline cache key (alice)".
-    public var keyLabel: String
+    package var keyLabel: String
     /// Encrypt the cache (the app's configuration).
-    public var encryption: Bool
-    public var failureBehavior: EncryptionFailureBehavior
+    package var encryption: Bool
+    package var failureBehavior: EncryptionFailureBehavior
     /// The key stores the app accepts, in order of preference. Falling back to a later one is
     /// reported in `OpenReport.notes` and by the status's `keyStorage`, never silent.
-    public var keyStores: [any KeyStore]
+    package var keyStores: [any KeyStore]
     /// Consecutive unclassified failures (the same failure, once per login) before an
     /// `.escalated` reset.
-    public var escalationThreshold: Int = 3
+    package var escalationThreshold: Int = 3
     /// Whether an unclassified failure of this open counts toward escalation. The engine counts
     /// the first open of a login only: its own background retries and `retryOpen()` never push a
     /// cache toward a reset.
-    public var countsTowardEscalation = true
-    public var quarantine = QuarantinePolicy()
+    package var countsTowardEscalation = true
+    package var quarantine = QuarantinePolicy()
     /// Whether the open prunes old quarantine entries (and deletes their key items) before it
     /// answers. The engine turns it off and prunes after the cache is ready
     /// (`VaultCache.pruneQuarantine`): housekeeping that can wait does not delay `login`. A reset
     /// still prunes as part of the reset.
-    public var pruneQuarantineDuringOpen = true
+    package var pruneQuarantineDuringOpen = true
     /// Databases up to this size get `PRAGMA quick_check` during open; larger ones are checked
     /// in the background right after (`VaultCache.verifyIntegrity`). `quick_check` reads and
     /// decrypts every page (about 1.6 ms per MiB here), so 1 MiB keeps an open within its 5 ms.
-    public var synchronousIntegrityCheckLimit: Int64 = StoreConfiguration.defaultSynchronousIntegrityCheckLimit
-    public static let defaultSynchronousIntegrityCheckLimit: Int64 = 1 << 20
-    public var connection = ConnectionOptions()
-    public var now: @Sendable () -> Date = { Date() }
+    package var synchronousIntegrityCheckLimit: Int64 = StoreConfiguration.defaultSynchronousIntegrityCheckLimit
+    @usableFromInline package static let defaultSynchronousIntegrityCheckLimit: Int64 = 1 << 20
+    package var connection = ConnectionOptions()
+    package var now: @Sendable () -> Date = { Date() }
     /// Test seam: pretend the linked engine is this one (e.g. plain SQLite, no cipher).
     package var cipherEngine: CipherEngine?
 
-    public init(directory: CacheDirectory, applicationId: String, account: String, keyLabel: String,
+    package init(directory: CacheDirectory, applicationId: String, account: String, keyLabel: String,
                 encryption: Bool, failureBehavior: EncryptionFailureBehavior, keyStores: [any KeyStore]) {
         self.directory = directory
         self.applicationId = applicationId
@@ -201,8 +202,8 @@ public struct StoreConfiguration: Sendable {
 }
 
 /// The result of opening a cache.
-public struct OpenReport: Sendable {
-    public enum Outcome: Sendable, Equatable {
+package struct OpenReport: Sendable {
+    package enum Outcome: Sendable, Equatable {
         /// The cache is open (encrypted if configured).
         case ready
         /// Encryption was requested but cannot run; an unencrypted cache is open, reported as such.
@@ -213,7 +214,7 @@ public struct OpenReport: Sendable {
         case onlineOnly(EncryptionUnavailable)
 
         /// The stable name used by the CLI (`outcome`).
-        public var code: String {
+        package var code: String {
             switch self {
             case .ready: return "ready"
             case .plaintextFallback: return "plaintextFallback"
@@ -223,17 +224,17 @@ public struct OpenReport: Sendable {
         }
     }
 
-    public let outcome: Outcome
+    package let outcome: Outcome
     /// The resets to tell the reset listener about, oldest first: this open's, and any an earlier
     /// run performed but did not deliver. Empty unless the outcome is `.ready` or
     /// `.plaintextFallback` (a reset is only announced once its replacement cache serves). Call
     /// `CacheOpener.acknowledge(_:in:)` once they have been delivered.
-    public let resets: [CacheReset]
+    package let resets: [CacheReset]
     /// The open cache for `.ready` and `.plaintextFallback`.
-    public let cache: VaultCache?
+    package let cache: VaultCache?
     /// Things worth telling the app or the audit (a repaired manifest, a key-tier fallback…).
-    public let notes: [String]
+    package let notes: [String]
     /// Quarantined caches set aside for a lost or wrong key whose key is in its store again (a
     /// keyring restored from backup): `KeyManager.restore(_:entry:)` brings one back.
-    public internal(set) var restorable: [String] = []
+    package internal(set) var restorable: [String] = []
 }

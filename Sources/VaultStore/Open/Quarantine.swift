@@ -1,5 +1,5 @@
 import Foundation
-public import VaultKeys
+package import VaultKeys
 
 /// Caches set aside by a reset, under `quarantine/`, so that a key that comes back (a keyring
 /// restored from backup) can still recover them. Bounded by count and age; when an entry is
@@ -317,8 +317,8 @@ struct Quarantine {
 /// Which configured key store holds a manifest's key. By name when the manifest records one (a
 /// store of the same tier that never held the key would answer "absent" and cost the cache);
 /// by tier only for manifests that name no store.
-public enum KeyStoreSelection {
-    public static func store(for manifest: Manifest, among stores: [any KeyStore]) -> (any KeyStore)? {
+package enum KeyStoreSelection {
+    package static func store(for manifest: Manifest, among stores: [any KeyStore]) -> (any KeyStore)? {
         if let name = manifest.keyStore {
             return stores.first { $0.name == name && $0.tier == manifest.keyStorage }
         }

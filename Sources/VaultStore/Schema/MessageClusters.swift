@@ -13,14 +13,14 @@
 /// over 100 conversations, that costs the ingest about a third of its rate (~39k → ~23k msg/s
 /// encrypted), where staging a page's rows and moving them later cost the writer four times as
 /// much in all (moving a row rewrites its entry in every index).
-public enum MessageClusters {
+package enum MessageClusters {
     /// Rows per cluster.
-    public static let span: Int64 = 1 << 32
+    package static let span: Int64 = 1 << 32
 
     /// The first `row_id` of a conversation's cluster: from `span` (cluster 1) to
     /// `(2^31 - 1) · span`, so every key of every cluster fits an `Int64`; cluster 0 holds nothing
     /// (rows written before clustering were there; schema version 4 moved them).
-    public static func base(of conversationId: String) -> Int64 {
+    package static func base(of conversationId: String) -> Int64 {
         // FNV-1a, 64-bit: stable across runs and builds (Swift's `Hasher` is seeded per process).
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in conversationId.utf8 {
@@ -34,7 +34,7 @@ public enum MessageClusters {
     /// `INSERT INTO messages (row_id, <columns>) …` for the columns named, their values bound as
     /// `?1 … ?n` in that order and the cluster's base (`base(of:)`) as `?(n+1)`: the row goes
     /// after the last row of its cluster.
-    public static func insertSQL(columns: [String]) -> String {
+    package static func insertSQL(columns: [String]) -> String {
         let base = "?\(columns.count + 1)"
         let values = columns.indices.map { "?\($0 + 1)" }.joined(separator: ", ")
         // The key is a scalar subquery inside VALUES: `INSERT … SELECT` reading the table it

@@ -3,12 +3,12 @@
 ///
 /// `PRAGMA user_version` holds the schema version. Each migration runs in one transaction with the
 /// version bump, so a crash leaves the previous version intact.
-public enum Schema {
-    public struct Migration: Sendable {
-        public let version: Int
-        public let statements: [String]
+package enum Schema {
+    package struct Migration: Sendable {
+        package let version: Int
+        package let statements: [String]
         /// Work SQL alone cannot do, run after the statements in the same transaction.
-        public let work: (@Sendable (Database) throws -> Void)?
+        package let work: (@Sendable (Database) throws -> Void)?
 
         init(version: Int, statements: [String], work: (@Sendable (Database) throws -> Void)? = nil) {
             self.version = version
@@ -18,7 +18,7 @@ public enum Schema {
     }
 
     /// Every migration, in order. Later work appends; it never edits a shipped migration.
-    public static let migrations: [Migration] = [
+    package static let migrations: [Migration] = [
         Migration(version: 1, statements: [
             // One row per conversation (user or group). Model fields beyond the indexed ones live
             // in `payload` (an encoded model) so later work can add fields without a migration.
@@ -165,11 +165,11 @@ public enum Schema {
     ]
 
     /// The version this code writes.
-    public static var currentVersion: Int { migrations.last?.version ?? 0 }
+    package static var currentVersion: Int { migrations.last?.version ?? 0 }
 
     /// The tables (and their columns) a cache must have at `currentVersion`. Checked on every open,
     /// so a damaged or foreign schema is caught before any read is served.
-    public static let requiredColumns: [String: [String]] = [
+    package static let requiredColumns: [String: [String]] = [
         "conversations": ["id", "type", "peer_id", "last_message_at", "last_opened_at", "updated_at", "unread_count", "payload"],
         "messages": ["row_id", "server_id", "local_id", "conversation_id", "parent_id", "sender_id", "receiver_id",
                      "receiver_type", "category", "type", "sent_at", "updated_at", "deleted_at", "status", "source",
@@ -186,7 +186,7 @@ public enum Schema {
     ]
 
     /// Why a schema cannot be used.
-    public enum Problem: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Problem: Error, Sendable, Equatable, CustomStringConvertible {
         /// The file has no tables although a cache was created here (truncated or emptied).
         case empty
         /// Written by a newer version of ChatVault.
@@ -194,7 +194,7 @@ public enum Schema {
         /// A table or column is missing.
         case mismatch(String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .empty: return "the database has no schema"
             case .newer(let v): return "schema version \(v) is newer than this build's \(Schema.currentVersion)"
