@@ -96,3 +96,8 @@ func finish(_ report: some BudgetedReport, json: Bool) -> Int32 {
     if !report.withinBudget { complain("over budget: " + report.failures.joined(separator: "; ")) }
     return report.exitStatus
 }
+
+/// A ratio as the benches print it: `1.25×`, or `n/a` when it could not be measured.
+func ratioText(_ value: Double) -> String {
+    value.isFinite ? String(format: "%.2f×", value) : "n/a"
+}

@@ -357,7 +357,7 @@ struct FirstLoginBudget: BudgetVerdict {
         for c in caches {
             let cache = "\(c.messages) messages"
             if !c.fileWithinBudget {
-                out.append("first login with the file key store (\(cache)) takes \(Self.ms(c.loginFileMs)) ms, \(Self.ratio(c.loginFileOverRawKey)) the bare raw-key open (\(Self.ms(c.rawKeyMs)) ms), above \(Self.ratio(FirstLoginBenchmark.budgetOverRawKey))")
+                out.append("first login with the file key store (\(cache)) takes \(Self.ms(c.loginFileMs)) ms, \(ratioText(c.loginFileOverRawKey)) the bare raw-key open (\(Self.ms(c.rawKeyMs)) ms), above \(ratioText(FirstLoginBenchmark.budgetOverRawKey))")
             }
             if !c.secretServiceWithinBudget {
                 out.append("first login with the Secret Service (\(cache)) takes \(Self.ms(c.loginSecretServiceMs)) ms, above the file-store login \(Self.ms(c.loginFileMs)) ms + a lone libsecret lookup \(Self.ms(c.lookupMs)) ms + \(Self.ms(FirstLoginBenchmark.budgetSecretServiceAllowanceMs)) ms = \(Self.ms(c.maxLoginSecretServiceMs)) ms")
@@ -374,7 +374,4 @@ struct FirstLoginBudget: BudgetVerdict {
         value.isFinite ? String(format: value < 10 ? "%.2f" : "%.1f", value) : "n/a"
     }
 
-    static func ratio(_ value: Double) -> String {
-        value.isFinite ? String(format: "%.2f×", value) : "n/a"
-    }
 }

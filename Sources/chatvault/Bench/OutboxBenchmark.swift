@@ -497,7 +497,7 @@ struct OutboxBenchReport {
         lines.append(table.render())
         lines.append("")
         var ratios = Table(header: ["ratio of medians", "value"])
-        ratios.rows = [["enqueue encrypted / plaintext", ratio(enqueueRatio)], ["50 sends encrypted / plaintext", ratio(batchRatio)]]
+        ratios.rows = [["enqueue encrypted / plaintext", ratioText(enqueueRatio)], ["50 sends encrypted / plaintext", ratioText(batchRatio)]]
         lines.append(ratios.render())
         lines.append("")
         lines.append("profile of an encrypted enqueue: \(ms(enqueue[0].medianMs)) ms = \(ms(enqueue[2].medianMs)) ms without fsync (engine, SQL, queues) "
@@ -513,6 +513,5 @@ struct OutboxBenchReport {
     }
 
     private func ms(_ value: Double) -> String { String(format: abs(value) < 10 ? "%.3f" : "%.1f", value) }
-    private func ratio(_ value: Double) -> String { String(format: "%.2f×", value) }
     private func rate(_ value: Double) -> String { value.isFinite ? String(format: "%.0f", value) : "-" }
 }

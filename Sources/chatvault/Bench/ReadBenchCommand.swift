@@ -449,9 +449,6 @@ struct ReadBenchReport: BudgetedReport {
         String(format: value < 10 ? "%.3f" : "%.1f", value)
     }
 
-    private func ratioText(_ value: Double) -> String {
-        value.isFinite ? String(format: "%.2f×", value) : "n/a"
-    }
 }
 
 /// The budgets of `bench reads` applied to the medians of one run (shared/reference/
@@ -501,7 +498,4 @@ struct ReadBudget: BudgetVerdict {
         value.isFinite ? String(format: value < 10 ? "%.3f" : "%.1f", value) : "n/a"
     }
 
-    private func ratioText(_ value: Double) -> String {
-        value.isFinite ? String(format: "%.2f×", value) : "n/a"
-    }
 }

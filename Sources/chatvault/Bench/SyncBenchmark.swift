@@ -504,7 +504,4 @@ struct SyncBenchReport: BudgetedReport {
         value.isFinite ? "\(Int((value * 100).rounded())) %" : "n/a"
     }
 
-    private func ratioText(_ value: Double) -> String {
-        value.isFinite ? String(format: "%.2f×", value) : "n/a"
-    }
 }
