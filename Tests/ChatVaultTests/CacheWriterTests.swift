@@ -72,6 +72,8 @@ final class CacheWriterTests: XCTestCase, Polling {
                 line = "stored \(messages.map(\.id))"
             case .removed(let ids):
                 line = "removed \(ids)"
+            case .media(let message):
+                line = "media \(message.map(\.description) ?? "-")"
             }
             seen.withLock { $0.append(line) }
         }

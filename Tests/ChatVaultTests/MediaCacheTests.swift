@@ -159,6 +159,26 @@ final class MediaCacheTests: XCTestCase, Polling {
         XCTAssertEqual(r.simulator.mediaDownloadCount(url: url), 1)
     }
 
+    /// A media record goes through the cache writer like every other write, and is published
+    /// after its commit with the message it belongs to; a second download of the same bytes
+    /// (served from the cache) writes and publishes nothing.
+    func testAMediaRecordIsWrittenByTheCacheWriterAndPublishedAfterItsCommit() async throws {
+        let r = try await rig()
+        let url = "https://media.test/published.png"
+        let id = try r.post([url], bytes: [url: Self.bytes(10_000)])
+        let cache = try XCTUnwrap(r.vault.openCache)
+        let published = Mutex<[String]>([])
+        r.vault.incoming.subscribe { committed in
+            guard case .media(let message) = committed else { return }
+            let rows = (try? cache.reader.sync { db in try db.scalarInt("SELECT count(*) FROM media WHERE outgoing = 0") }) ?? nil
+            published.withLock { $0.append("\(message.map(\.description) ?? "-") rows=\(rows ?? -1)") }
+        }
+        _ = try await r.vault.downloadMedia(url: url, messageServerId: id)
+        XCTAssertEqual(published.withLock { $0 }, ["\(id) rows=1"])
+        _ = try await r.vault.downloadMedia(url: url, messageServerId: id)
+        XCTAssertEqual(published.withLock { $0 }, ["\(id) rows=1"], "served from the cache: nothing written")
+    }
+
     func testAPlaintextCacheHandsOutTheFileItself() async throws {
         let r = try await rig(encryption: false)
         let url = "https://media.test/plain.png"

@@ -283,19 +283,14 @@ extension MediaCache {
         let now = Int64(settings.clock().timeIntervalSince1970 * 1000)
         let budget = config.maxMediaCacheSize > 0 ? config.maxMediaCacheSize : nil
         let folder = cache.directory.media
-        let written: (String?, [String])? = try? cache.writer.sync { db in
-            guard self.state.withLock({ $0.generation == generation }) else { return nil }
-            return try db.transaction {
-                let replaced = try MediaRows.insert(key, messageId: messageId > 0 ? String(messageId) : nil, row: row, at: now, in: db)
-                let evicted = try budget.map { try MediaRows.trim(to: $0, keep: key, in: db) } ?? []
-                return (replaced, evicted)
-            }
+        let written = writer.commit(media: row, key: key, messageId: messageId, at: now, budget: budget, cache: cache) {
+            self.state.withLock { $0.generation == generation }
         }
         guard let written else {
             unlink("\(folder)/\(row.name)")
             return false
         }
-        for old in [written.0].compactMap({ $0 }) + written.1 { unlink("\(folder)/\(old)") }
+        for old in [written.replaced].compactMap({ $0 }) + written.evicted { unlink("\(folder)/\(old)") }
         return true
     }
 }

@@ -46,7 +46,11 @@ final class MediaCache: Sendable {
     /// The vault's session: whom the media cache serves, and their cache.
     private let session: VaultSession
 
-    init(settings: VaultSettings, config: OfflineConfig, backend: any ChatBackend, session: VaultSession) {
+    /// Where its records are written (the one writer of what the cache holds).
+    let writer: CacheWriter
+
+    init(settings: VaultSettings, config: OfflineConfig, backend: any ChatBackend, session: VaultSession, writer: CacheWriter) {
+        self.writer = writer
         self.settings = settings
         self.config = config
         self.backend = backend
@@ -227,7 +231,7 @@ extension MediaCache {
                 case .receipt:
                     break
                 }
-            case .syncPage, .stored, .removed:
+            case .syncPage, .stored, .removed, .media:
                 break // synced messages are hydrated with their delivery (`deliverSynced`); reads hydrate their own
             }
         }

@@ -157,7 +157,7 @@ final class EvictionScheduler: Sendable {
             case .realtime(_, let wrote): if wrote { self.schedule() }
             case .syncPage(let applied): if applied.inserted.count + applied.updated.count > 0 { self.schedule() }
             case .stored: self.schedule()
-            case .removed: break // removals only make room
+            case .removed, .media: break // removals make room; media has its own budget
             }
         }
     }

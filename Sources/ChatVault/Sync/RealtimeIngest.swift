@@ -86,7 +86,7 @@ extension RealtimeIngest {
             switch committed {
             case .realtime(let parsed, _): self.deliverRealtime(parsed)
             case .syncPage(let applied): self.deliverSynced(applied.inserted)
-            case .stored, .removed: break // answers to the app's own calls: no listener event
+            case .stored, .removed, .media: break // answers to the app's own calls: no listener event
             }
         }
     }

@@ -136,7 +136,7 @@ public final class OfflineVault: Sendable {
         self.wireLimits = wireLimits
         keyStores = settings.makeKeyStores()
         let session = self.session
-        media = MediaCache(settings: settings, config: config, backend: backend, session: session)
+        media = MediaCache(settings: settings, config: config, backend: backend, session: session, writer: incoming)
         link = RealtimeLink(backend: backend, settings: settings, session: session)
         realtime = RealtimeIngest(settings: settings, wireLimits: wireLimits, writer: incoming, media: media,
                                   user: { session.userId }, cache: { session.openCache(of: $0) })

@@ -29,6 +29,9 @@ final class CacheWriter: Sendable {
         /// Cached messages a read removed because the server no longer has them (a page's
         /// reconcile, a thread's, a lookup answered 404), committed by the read's transaction.
         case removed([MessageID])
+        /// A media file recorded as the cached bytes of `url` (`MediaCache`: a download, an adopted
+        /// outgoing copy); `message` is the message it belongs to, when known.
+        case media(message: MessageID?)
     }
 
     private let subscribers = Mutex<[@Sendable (Committed) -> Void]>([])
@@ -45,6 +48,26 @@ final class CacheWriter: Sendable {
     /// Publishes server copies a read, an acknowledgement or an edit committed.
     func stored(_ messages: [BaseMessage]) {
         publish(.stored(messages))
+    }
+
+    /// Records a media file (the `media` row of `key`, for `messageId` when positive) in one
+    /// transaction, trimming received media to `budget`, unless `current()` says the media cache's
+    /// session changed meanwhile (checked inside the transaction); then publishes it.
+    /// - Returns: the file the row replaced and the files the trim evicted, or nil when nothing
+    ///   was written (the session changed, or the write failed).
+    func commit(media row: MediaFileRow, key: String, messageId: Int, at now: Int64, budget: Int64?, cache: VaultCache,
+                current: @escaping @Sendable () -> Bool) -> (replaced: String?, evicted: [String])? {
+        let written: (String?, [String])? = try? cache.writer.sync { db in
+            guard current() else { return nil }
+            return try db.transaction {
+                let replaced = try MediaRows.insert(key, messageId: messageId > 0 ? String(messageId) : nil, row: row, at: now, in: db)
+                let evicted = try budget.map { try MediaRows.trim(to: $0, keep: key, in: db) } ?? []
+                return (replaced, evicted)
+            }
+        }
+        guard let written else { return nil }
+        publish(.media(message: messageId > 0 ? MessageID(messageId) : nil))
+        return (written.0, written.1)
     }
 
     /// Publishes the messages a read's transaction removed (nothing when none).
