@@ -321,14 +321,14 @@ extension SyncEngine {
         var progressed = false
         /// Where each message is in `messages`: a message the log sends again (edited after it
         /// arrived) is reported once, as it now stands.
-        var positions: [Int: Int] = [:]
+        var positions: [MessageID: Int] = [:]
 
         mutating func add(_ list: [BaseMessage]) {
             for m in list {
-                if let at = positions[m.id] {
+                if let at = positions[m.messageID] {
                     messages[at] = m
                 } else {
-                    positions[m.id] = messages.count
+                    positions[m.messageID] = messages.count
                     messages.append(m)
                 }
             }

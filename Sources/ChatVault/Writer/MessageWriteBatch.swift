@@ -26,8 +26,8 @@ final class MessageWriteBatch {
 
     /// Conversations read or changed by this page: nil fields when not cached; `dirty` when
     /// changed since read (written by `flush`), in the order first changed.
-    private var conversations: [String: (fields: [String: JSONValue]?, dirty: Bool)] = [:]
-    private var dirtyOrder: [String] = []
+    private var conversations: [ConversationID: (fields: [String: JSONValue]?, dirty: Bool)] = [:]
+    private var dirtyOrder: [ConversationID] = []
 
     private let limits: WireLimits
 
@@ -92,10 +92,10 @@ final class MessageWriteBatch {
     }
 
     private func touch(_ wire: JSONValue, _ m: BaseMessage, newlyCached: Bool, previousFlags: Int64?) throws {
-        let id = m.conversationId
+        let id = ConversationID(rawValue: m.conversationId)
         if conversations[id] == nil {
             // Read once per page (nil: not cached, or a payload that no longer decodes).
-            conversations[id] = (try RealtimeRows.conversationFields(id, in: db), false)
+            conversations[id] = (try RealtimeRows.conversationFields(id.rawValue, in: db), false)
         }
         // In place (the dictionary's modify accessor): the fields are not copied per message.
         guard RealtimeRows.touch(&conversations[id, default: (nil, false)].fields, wire, m, newlyCached: newlyCached,
