@@ -215,25 +215,22 @@ enum MediaKeyRow {
 extension MediaCache {
     /// Hydrates what the writer committed before it is delivered (a delivered message carries its
     /// cached bytes' path) and downloads new media in the background (`.auto`).
-    func subscribe(to writer: CacheWriter) {
-        writer.subscribe { [weak self] committed in
-            guard let self else { return }
-            switch committed {
-            case .realtime(let parsed, _):
-                switch parsed {
-                case .received(_, let m):
-                    self.hydrate([m])
-                    self.autoDownload([m])
-                case .edited(_, let m), .deleted(_, let m):
-                    self.hydrate([m])
-                case .reaction(_, let event, _):
-                    if let m = event.message { self.hydrate([m]) }
-                case .receipt:
-                    break
-                }
-            case .syncPage, .stored, .removed, .media:
-                break // synced messages are hydrated with their delivery (`deliverSynced`); reads hydrate their own
+    func committed(_ committed: CacheWriter.Committed) {
+        switch committed {
+        case .realtime(let parsed, _):
+            switch parsed {
+            case .received(_, let m):
+                self.hydrate([m])
+                self.autoDownload([m])
+            case .edited(_, let m), .deleted(_, let m):
+                self.hydrate([m])
+            case .reaction(_, let event, _):
+                if let m = event.message { self.hydrate([m]) }
+            case .receipt:
+                break
             }
+        case .syncPage, .stored, .removed, .media:
+            break // synced messages are hydrated with their delivery (`deliverSynced`); reads hydrate their own
         }
     }
 }

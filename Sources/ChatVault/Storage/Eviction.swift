@@ -150,15 +150,12 @@ final class EvictionScheduler: Sendable {
     }
 
     /// Schedules a run after every batch that wrote something.
-    func subscribe(to writer: CacheWriter) {
-        writer.subscribe { [weak self] committed in
-            guard let self else { return }
-            switch committed {
-            case .realtime(_, let wrote): if wrote { self.schedule() }
-            case .syncPage(let applied): if applied.inserted.count + applied.updated.count > 0 { self.schedule() }
-            case .stored: self.schedule()
-            case .removed, .media: break // removals make room; media has its own budget
-            }
+    func committed(_ committed: CacheWriter.Committed) {
+        switch committed {
+        case .realtime(_, let wrote): if wrote { self.schedule() }
+        case .syncPage(let applied): if applied.inserted.count + applied.updated.count > 0 { self.schedule() }
+        case .stored: self.schedule()
+        case .removed, .media: break // removals make room; media has its own budget
         }
     }
 

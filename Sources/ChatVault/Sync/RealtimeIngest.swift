@@ -80,14 +80,11 @@ extension RealtimeIngest {
     }
 
     /// Delivers each committed realtime event and sync page to the message listeners and streams.
-    func subscribe(to writer: CacheWriter) {
-        writer.subscribe { [weak self] committed in
-            guard let self else { return }
-            switch committed {
-            case .realtime(let parsed, _): self.deliverRealtime(parsed)
-            case .syncPage(let applied): self.deliverSynced(applied.inserted)
-            case .stored, .removed, .media: break // answers to the app's own calls: no listener event
-            }
+    func committed(_ committed: CacheWriter.Committed) {
+        switch committed {
+        case .realtime(let parsed, _): self.deliverRealtime(parsed)
+        case .syncPage(let applied): self.deliverSynced(applied.inserted)
+        case .stored, .removed, .media: break // answers to the app's own calls: no listener event
         }
     }
 
@@ -151,9 +148,11 @@ extension OfflineVault {
     /// What the vault's components do with each committed batch, in this order: media first (a
     /// delivered message carries its cached bytes' path), then the message listeners and streams,
     /// then eviction. Called once, from `init`.
+    /// Each subscription holds the vault weakly (not the component): a component a task keeps
+    /// alive past the vault is never reached from a freed writer.
     func subscribeToIncoming() {
-        media.subscribe(to: incoming)
-        realtime.subscribe(to: incoming)
-        eviction.subscribe(to: incoming)
+        incoming.subscribe { [weak self] committed in self?.media.committed(committed) }
+        incoming.subscribe { [weak self] committed in self?.realtime.committed(committed) }
+        incoming.subscribe { [weak self] committed in self?.eviction.committed(committed) }
     }
 }
