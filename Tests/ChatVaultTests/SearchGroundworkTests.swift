@@ -121,4 +121,54 @@ final class SearchGroundworkTests: XCTestCase {
         XCTAssertThrowsError(try SearchQuery("-linux")) { XCTAssertEqual($0 as? SearchQuery.Problem, .onlyExclusions) }
         XCTAssertThrowsError(try SearchQuery("  \"\" * - ")) { XCTAssertEqual($0 as? SearchQuery.Problem, .empty) }
     }
+
+    /// The index design checked end to end on the engine's own rows: an application SQL function
+    /// (`Database.defineTextFunction`) gives the indexable text of a stored payload, a view over
+    /// `messages` exposes it as FTS4's external content (no second copy of the text), a message is
+    /// found, leaves the index by `DELETE … WHERE docid` (FTS4 reads its old text through the view),
+    /// and `snippet()` reads through the view too.
+    func testAnIndexOverTheMessagesRowsThroughAFunctionAndAView() async throws {
+        let h = try ReadHarness()
+        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 4) { i in
+            ["Die Brücke ist gesperrt", "東京タワーで会いましょう", "offline search on the train", "nothing to see"][i]
+        })
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 30) }.fetchPrevious()
+        let cache = try XCTUnwrap(h.vault.openCache)
+        func found(_ text: String) throws -> [Int] {
+            let query = try SearchQuery(text)
+            return try cache.writer.sync { db in
+                let stmt = try db.prepare("""
+                    SELECT m.server_id FROM probe_index JOIN messages m ON m.row_id = probe_index.docid
+                    WHERE probe_index MATCH ? ORDER BY m.server_id
+                    """)
+                try stmt.bind([.text(query.match)])
+                var out: [Int] = []
+                while try stmt.step() { out.append(stmt.int(0)) }
+                return out
+            }
+        }
+        try cache.writer.sync { db in
+            try db.defineTextFunction("probe_search_text") { payload in payload.flatMap(SearchText.indexable(payload:)) }
+            try db.execute("CREATE VIEW probe_content AS SELECT row_id AS rowid, probe_search_text(payload) AS body FROM messages")
+            try db.execute("""
+                CREATE VIRTUAL TABLE probe_index USING fts4(content="probe_content", body, tokenize=unicode61 "remove_diacritics=1")
+                """)
+            try db.execute("INSERT INTO probe_index (docid, body) SELECT rowid, body FROM probe_content WHERE body IS NOT NULL")
+        }
+        XCTAssertEqual(try found("brucke"), [ids[0]])
+        XCTAssertEqual(try found("タワー"), [ids[1]])
+        XCTAssertEqual(try found("off* train"), [ids[2]])
+        let snippet = try cache.writer.sync { db in
+            try db.scalarText("SELECT snippet(probe_index) FROM probe_index WHERE probe_index MATCH 'train'")
+        }
+        XCTAssertEqual(snippet, "offline search on the <b>train</b>")
+        // Out of the index first (FTS4 reads the old text through the view), then the row.
+        try cache.writer.sync { db in
+            try db.run("DELETE FROM probe_index WHERE docid = (SELECT row_id FROM messages WHERE server_id = ?)", .int(Int64(ids[2])))
+            try db.run("DELETE FROM messages WHERE server_id = ?", .int(Int64(ids[2])))
+        }
+        XCTAssertEqual(try found("train"), [])
+        XCTAssertEqual(try found("brucke"), [ids[0]], "the others stay")
+    }
 }

@@ -1,3 +1,5 @@
+import VaultStore
+
 /// The text of a message as the local search index holds it, and the one transformation applied
 /// to indexed text and to query terms alike (issue 24, first step; the index itself comes next).
 ///
@@ -32,6 +34,14 @@ enum SearchText {
             break
         }
         return prepare(parts.joined(separator: "\n"))
+    }
+
+    /// What is indexed of a stored message (`messages.payload`), for the SQL function the index's
+    /// content view calls (`chatvault_search_text(payload)`); nil when the bytes do not decode.
+    static func indexable(payload: [UInt8]) -> String? {
+        guard let object = try? BinaryObject(payload: payload),
+              let message = try? WireDecoder(limits: WireLimits(), trusted: true).message(stored: object) else { return nil }
+        return indexable(message)
     }
 
     /// `text` ready for the tokenizer: CJK runs as bigrams, dotless `ı` as `i`.
