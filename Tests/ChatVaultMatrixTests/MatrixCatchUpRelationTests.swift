@@ -48,10 +48,7 @@ extension MatrixRelationTests {
     func testACatchUpAppliesEditsRedactionsAndReactionsOfCachedMessagesWithoutRequests() async throws {
         let (session, _) = try await TestHomeserver.session("alice")
         let (bob, room) = try await group(for: session)
-        let carolSession = try await TestHomeserver.session("carol").session
-        let carol = RawMatrixClient(session: carolSession)
-        _ = try await bob.call("POST", "_matrix/client/v3/rooms/\(room)/invite", ["user_id": .string(carolSession.userId)])
-        try await carol.join(room)
+        let carol = try await joined("carol", room, invitedBy: bob)
         let alice = RawMatrixClient(session: session)
         let bobId = bob.session.userId
 

@@ -126,6 +126,15 @@ final class MatrixRelationTests: XCTestCase {
         return (bob, room)
     }
 
+    /// A new user `name`, invited to `room` by `inviter` and joined.
+    func joined(_ name: String, _ room: String, invitedBy inviter: RawMatrixClient) async throws -> RawMatrixClient {
+        let session = try await TestHomeserver.session(name).session
+        let client = RawMatrixClient(session: session)
+        _ = try await inviter.call("POST", "_matrix/client/v3/rooms/\(room)/invite", ["user_id": .string(session.userId)])
+        try await client.join(room)
+        return client
+    }
+
     @discardableResult
     func send(_ client: RawMatrixClient, _ room: String, _ type: String, _ content: JSONValue) async throws -> String {
         let answer = try await client.call("PUT", "_matrix/client/v3/rooms/\(room)/send/\(type)/\(UUID().uuidString)", content)
@@ -240,10 +249,7 @@ final class MatrixRelationTests: XCTestCase {
     func testElementEditsRepliesAndReactionsShowAfterTheCatchUpAnOnlineReadRealtimeAndARestart() async throws {
         let (session, _) = try await TestHomeserver.session("alice")
         let (bob, room) = try await group(for: session)
-        let carolSession = try await TestHomeserver.session("carol").session
-        let carol = RawMatrixClient(session: carolSession)
-        _ = try await bob.call("POST", "_matrix/client/v3/rooms/\(room)/invite", ["user_id": .string(carolSession.userId)])
-        try await carol.join(room)
+        let carol = try await joined("carol", room, invitedBy: bob)
         let d = try await device(session)
         let bobId = bob.session.userId
         await d.vault.logout()
