@@ -17,7 +17,7 @@ extension OfflineVault {
     ///
     ///     let path = vault.getCachedMediaPath(attachment.fileUrl)   // nil if not cached
     public func getCachedMediaPath(_ url: String) -> String? {
-        guard isOfflineEnabled(), let me = userId, let cache = cache(of: me), let key = MediaURL.key(url) else { return nil }
+        guard isOfflineEnabled(), let me = userId, let cache = openCache(of: me), let key = MediaURL.key(url) else { return nil }
         return media.cachedPath(key: key, in: cache, touch: true)
     }
 
@@ -108,7 +108,7 @@ extension OfflineVault {
     }
 
     private func cachedFile(_ url: String) throws(CometChatException) -> (CachedFile, MediaKey?) {
-        guard isOfflineEnabled(), let me = userId, let cache = cache(of: me) else {
+        guard isOfflineEnabled(), let me = userId, let cache = openCache(of: me) else {
             throw CometChatException(.offlineDisabled, "Offline support is not enabled, or nobody is logged in.")
         }
         guard let key = MediaURL.key(url) else { throw CometChatException(.offlineMediaUnresolvable, "The attachment URL is not an http(s) or mxc URL.") }

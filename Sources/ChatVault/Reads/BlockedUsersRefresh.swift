@@ -82,14 +82,6 @@ final class BlockedUsersRefresh: Sendable {
 }
 
 extension OfflineVault {
-    /// The open cache, only if it is `me`'s (a login as someone else may have happened while a
-    /// call was out).
-    func cache(of me: String) -> VaultCache? {
-        // The session holds the user and the cache opened for that user together; reading both
-        // under one lock is the check (deriving the account again would hash on every read).
-        openCache(of: me)
-    }
-
     /// Replaces the cached blocked-users list with the server's (see `BlockedUsersRefresh.refresh`).
     @discardableResult
     func refreshBlockedUsers() async -> Bool {

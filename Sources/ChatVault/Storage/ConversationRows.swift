@@ -161,11 +161,13 @@ enum ConversationRows {
     }
 
     static let columns = Column.list
+    /// Each column's index, resolved once (a list read decodes many rows).
+    private static let payloadAt = Column.payload.index, updatedAtAt = Column.updatedAt.index, idAt = Column.id.index
 
     /// Decodes a row selected with `columns`. The blocked-users list, kept fresher than the
     /// payload by `blockUsers` and each sync, marks the other side as blocked by me.
     static func decode(_ stmt: Statement, _ decoder: WireDecoder, me: String, blocked: Set<String>) throws -> Conversation {
-        guard let bytes = stmt.blob(Column.payload.index) else { throw BinaryJSON.Malformed() }
+        guard let bytes = stmt.blob(payloadAt) else { throw BinaryJSON.Malformed() }
         let conversation = try decoder.conversation(try BinaryJSON.decode(bytes))
         finish(conversation, me: me, blocked: blocked)
         return conversation
@@ -211,7 +213,7 @@ enum ConversationRows {
             var read = 0
             while try stmt.step() {
                 read += 1
-                bound = ConversationCursor(updatedAt: stmt.int64(Column.updatedAt.index), id: stmt.text(Column.id.index) ?? "")
+                bound = ConversationCursor(updatedAt: stmt.int64(updatedAtAt), id: stmt.text(idAt) ?? "")
                 let conversation = try decode(stmt, decoder, me: me, blocked: blocked)
                 if filter.admits(conversation, blocked: blocked) {
                     out.append(conversation)
@@ -236,7 +238,7 @@ enum ConversationRows {
         try stmt.bind(values + rangeArgs)
         var gone: [String] = []
         while try stmt.step() {
-            guard let id = stmt.text(Column.id.index), !keep.contains(id) else { continue }
+            guard let id = stmt.text(idAt), !keep.contains(id) else { continue }
             // A row that no longer decodes is stale whatever the filter says.
             if let conversation = try? decode(stmt, decoder, me: me, blocked: blocked), !filter.admits(conversation, blocked: blocked) {
                 continue

@@ -136,16 +136,15 @@ package enum Evictor {
 final class EvictionScheduler: Sendable {
     private let settings: VaultSettings
     private let config: OfflineConfig
-    private let openCache: @Sendable () -> VaultCache?
+    private let session: VaultSession
     /// Told when a run removed whole conversations (their openings went with them).
     private let conversationsEvicted: @Sendable () -> Void
     private let pending = Mutex(false)
 
-    init(settings: VaultSettings, config: OfflineConfig, openCache: @escaping @Sendable () -> VaultCache?,
-         conversationsEvicted: @escaping @Sendable () -> Void) {
+    init(settings: VaultSettings, config: OfflineConfig, session: VaultSession, conversationsEvicted: @escaping @Sendable () -> Void) {
         self.settings = settings
         self.config = config
-        self.openCache = openCache
+        self.session = session
         self.conversationsEvicted = conversationsEvicted
     }
 
@@ -176,7 +175,7 @@ final class EvictionScheduler: Sendable {
     /// Runs eviction now on the writer connection; nil when no cache is open.
     @discardableResult
     func runNow() async -> Evictor.Report? {
-        guard let cache = openCache() else { return nil }
+        guard let cache = session.openCache else { return nil }
         let config = self.config
         let now = settings.clock()
         let report = try? await cache.writer.run { db in try db.transaction { try Evictor.run(config, now: now, in: db) } }

@@ -60,6 +60,6 @@ extension RowColumns {
     /// The columns, comma-separated, in declaration order.
     static var list: String { allCases.map(\.rawValue).joined(separator: ", ") }
 
-    /// The column's index in `list`.
+    /// The column's index in `list` (a search of `allCases`: resolve it once where rows are many).
     var index: Int32 { Int32(Self.allCases.firstIndex(of: self) ?? 0) }
 }

@@ -11,7 +11,7 @@ import VaultStore
 /// delivered (the next read brings the server's version).
 ///
 /// It holds what it works with (the cache writer, the media cache that hydrates what it delivers)
-/// and finds the logged-in user and their cache through the closures the vault gives it.
+/// and the vault's session to find the logged-in user and their cache.
 final class RealtimeIngest: Sendable {
     let listeners = ListenerRegistry<any CometChatMessageDelegate>()
 
@@ -19,19 +19,15 @@ final class RealtimeIngest: Sendable {
     private let wireLimits: WireLimits
     private let writer: CacheWriter
     private let media: MediaCache
-    /// The logged-in user, if any.
-    private let user: @Sendable () -> String?
-    /// The open cache when it is this user's.
-    private let cache: @Sendable (_ me: String) -> VaultCache?
+    /// The vault's session: the logged-in user and their cache.
+    private let session: VaultSession
 
-    init(settings: VaultSettings, wireLimits: WireLimits, writer: CacheWriter, media: MediaCache,
-         user: @escaping @Sendable () -> String?, cache: @escaping @Sendable (_ me: String) -> VaultCache?) {
+    init(settings: VaultSettings, wireLimits: WireLimits, writer: CacheWriter, media: MediaCache, session: VaultSession) {
         self.settings = settings
         self.wireLimits = wireLimits
         self.writer = writer
         self.media = media
-        self.user = user
-        self.cache = cache
+        self.session = session
     }
 
     private struct State {
@@ -64,7 +60,7 @@ extension RealtimeIngest {
     /// Validates, writes and delivers one realtime event (the link's event loop awaits it).
     func ingest(_ event: RealtimeEvent) async {
         // Events that reach no logged-in user (after logout) go nowhere.
-        guard let me = user() else { return }
+        guard let me = session.userId else { return }
         let parsed: RealtimeWire.Parsed
         do {
             guard let p = try RealtimeWire.parse(event, limits: wireLimits) else { return }
@@ -73,7 +69,7 @@ extension RealtimeIngest {
             countDropped()
             return
         }
-        await writer.commit(realtime: parsed, me: me, cache: cache(me), limits: wireLimits)
+        await writer.commit(realtime: parsed, me: me, cache: session.openCache(of: me), limits: wireLimits)
         // Counted once its delivery is posted: a test that sees the count and then drains the
         // executor has heard it.
         countIngested()

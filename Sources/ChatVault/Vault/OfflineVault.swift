@@ -138,11 +138,10 @@ public final class OfflineVault: Sendable {
         let session = self.session
         media = MediaCache(settings: settings, config: config, backend: backend, session: session, writer: incoming)
         link = RealtimeLink(backend: backend, settings: settings, session: session)
-        realtime = RealtimeIngest(settings: settings, wireLimits: wireLimits, writer: incoming, media: media,
-                                  user: { session.userId }, cache: { session.openCache(of: $0) })
+        realtime = RealtimeIngest(settings: settings, wireLimits: wireLimits, writer: incoming, media: media, session: session)
         let opened = openedConversations
         // An evicted conversation's opening went with it: the next open records it again.
-        eviction = EvictionScheduler(settings: settings, config: config, openCache: { session.openCache }, conversationsEvicted: { opened.forget() })
+        eviction = EvictionScheduler(settings: settings, config: config, session: session, conversationsEvicted: { opened.forget() })
         uploads = UploadEngine(backend: backend, settings: settings, config: config, wireLimits: wireLimits, media: media, session: session)
         outbox = OutboxEngine(backend: backend, settings: settings, config: config, wireLimits: wireLimits,
                               writer: incoming, media: media, link: link, uploads: uploads, session: session)

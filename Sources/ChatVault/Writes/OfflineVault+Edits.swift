@@ -211,7 +211,7 @@ extension OfflineVault {
             throw CometChatException(.invalidServerResponse, "The server answered \(change.subject) with another message.")
         }
         MessageWriteBatch.resolveStatus(message, me: me)
-        if let cache = cache(of: me) {
+        if let cache = openCache(of: me) {
             // A busy or full disk leaves the old copy (the next read brings the server's version);
             // the server accepted the change, so it is still reported as done.
             let replaced = try? await cache.writer.run { db in try Self.replaceCached(answer, message, me: me, in: db) }

@@ -40,7 +40,7 @@ extension OfflineVault {
     public func blockUsers(_ uids: [String]) async throws(CometChatException) -> [String: String] {
         let accepted = try await changeBlocks(uids, block: true)
         let done = Set(accepted)
-        if let me = userId, !accepted.isEmpty, let cache = cache(of: me) {
+        if let me = userId, !accepted.isEmpty, let cache = openCache(of: me) {
             let rows = await profiles(of: accepted)
             _ = try? await cache.writer.run { db in try db.transaction { try BlockedUserRows.add(rows, in: db) } }
         }
@@ -54,7 +54,7 @@ extension OfflineVault {
     /// - Throws: `ERROR_INTERNET_UNAVAILABLE` offline (nothing changed), or the server's error.
     public func unblockUsers(_ uids: [String]) async throws(CometChatException) -> [String: String] {
         let accepted = try await changeBlocks(uids, block: false)
-        if let me = userId, !accepted.isEmpty, let cache = cache(of: me) {
+        if let me = userId, !accepted.isEmpty, let cache = openCache(of: me) {
             _ = try? await cache.writer.run { db in try db.transaction { try BlockedUserRows.remove(accepted, in: db) } }
         }
         return Self.outcome(uids, Set(accepted))
