@@ -63,11 +63,16 @@ public enum OfflineErrorCode: String, Sendable, Codable, CaseIterable {
     /// attempts and failed `.transient` (retry it with `retryMessage`); or an edit, delete or
     /// reaction (never queued) got no answer, so the server may or may not have applied it.
     case requestTimedOut = "ERROR_REQUEST_TIMEOUT"
+    /// ChatVault's own: a local search (`searchCachedMessages`) could not be asked: no word to
+    /// look for, only exclusions, longer than 1,024 characters or more than 32 terms. `details`
+    /// names which (`empty`, `onlyExclusions`, `tooLong`, `tooManyTerms`).
+    case invalidSearchQuery = "ERROR_INVALID_SEARCH_QUERY"
 
     /// Whether the code is one of `CometChatConstants.Errors` (every case but
     /// ``mediaDownloadFailed`` and ChatVault's own ``invalidServerResponse``, ``invalidMessage``,
-    /// ``requestTimedOut``, ``offlineMediaViewUnavailable``).
+    /// ``requestTimedOut``, ``offlineMediaViewUnavailable``, ``invalidSearchQuery``).
     public var isCometChatConstantsError: Bool {
-        ![.mediaDownloadFailed, .invalidServerResponse, .invalidMessage, .requestTimedOut, .offlineMediaViewUnavailable].contains(self)
+        ![.mediaDownloadFailed, .invalidServerResponse, .invalidMessage, .requestTimedOut, .offlineMediaViewUnavailable,
+          .invalidSearchQuery].contains(self)
     }
 }

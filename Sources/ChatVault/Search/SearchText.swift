@@ -20,6 +20,12 @@ enum SearchText {
     /// file names, a custom message's declared text (`conversationText`); never metadata, ids or
     /// the app's custom data. Prepared (`prepare`). Empty for a deleted message.
     static func indexable(_ m: BaseMessage) -> String {
+        prepare(searchable(m))
+    }
+
+    /// What of a message is searchable, as written (before `prepare`): the text a search result
+    /// highlights. Parts (a caption, each file name) one per line.
+    static func searchable(_ m: BaseMessage) -> String {
         guard m.deletedAt == 0 else { return "" }
         var parts: [String] = []
         switch m {
@@ -33,7 +39,7 @@ enum SearchText {
         default:
             break
         }
-        return prepare(parts.joined(separator: "\n"))
+        return parts.joined(separator: "\n")
     }
 
     /// What is indexed of a stored message (`messages.payload`), for the SQL function the index's

@@ -108,6 +108,10 @@ public final class OfflineVault: Sendable {
     /// The media cache (downloads, views, background downloads).
     /// The media cache (downloads, the background queue, views, hydration).
     let media: MediaCache
+    /// The local search index: kept by the writer connection, built in the background.
+    let searchIndex: SearchIndex
+    /// Local search: queries answered from the index and the cached rows.
+    let search: SearchEngine
     /// Background integrity checks of large caches, for `waitForIntegrityCheck`.
     let integrityChecks = IntegrityChecks()
     /// When each conversation's opening was last written (`conversation_opened`), this session.
@@ -147,6 +151,8 @@ public final class OfflineVault: Sendable {
                               writer: incoming, media: media, link: link, uploads: uploads, session: session)
         reads = ReadEngine(settings: settings, config: config, wireLimits: wireLimits, backend: backend, writer: incoming,
                            media: media, audit: audit, session: session)
+        searchIndex = SearchIndex(settings: settings, session: session)
+        search = SearchEngine(session: session, index: searchIndex, media: media, wireLimits: wireLimits)
         blockedUsers = BlockedUsersRefresh(backend: backend, wireLimits: wireLimits, session: session)
         sync = SyncEngine(backend: backend, settings: settings, wireLimits: wireLimits, writer: incoming, outbox: outbox,
                           eviction: eviction, blockedUsers: blockedUsers, session: session)
@@ -320,6 +326,9 @@ public final class OfflineVault: Sendable {
                     if let unsent { self.outbox.cleared(unsent.0, inFlight: unsent.1) }
                     self.uploads.cleared()
                     self.sync.cleared()
+                    // The index was emptied with the rows; its format is recorded again.
+                    self.searchIndex.attached(cache)
+                    self.searchIndex.startBuild(cache)
                     // A new media key (the old one went with `kv`), no views of wiped files.
                     self.media.attached(cache)
                     continuation.resume(returning: .success(()))
@@ -366,6 +375,7 @@ public final class OfflineVault: Sendable {
         }
         if let cache, let directory { audit.flush(into: cache, directory: directory) }
         cache?.close()
+        if let cache { searchIndex.closed(cache) }
     }
 
     func storeConfiguration(directory: CacheDirectory, userId: String, countsTowardEscalation: Bool,
@@ -440,6 +450,8 @@ public final class OfflineVault: Sendable {
             if newState.isOfflineActive, let cache = report.cache {
                 self.sync.attached(cache)
                 self.media.attached(cache)
+                // The index's triggers on the writer before the first write of this session.
+                self.searchIndex.attached(cache)
             }
             let current = self.session.withLock { s -> Bool in
                 guard s.generation == generation else { return false }
@@ -456,6 +468,8 @@ public final class OfflineVault: Sendable {
             if newState.isOfflineActive, let cache = report.cache {
                 self.outbox.attached(cache)
                 self.uploads.attached(cache)
+                // Messages the index misses (an existing cache, a rebuilt index): after ready.
+                self.searchIndex.startBuild(cache)
                 // Old quarantine entries (and their key items: maybe D-Bus calls) go after ready:
                 // nothing of it is needed to serve. Stops once the cache closes.
                 DispatchQueue.global(qos: .utility).async { cache.pruneQuarantine(configuration) }

@@ -138,6 +138,8 @@ package enum CacheRows {
         // `message_refs` stays: an id an app may still hold must never name another message. So
         // does the recovery key (`RecoveryFile`): the user's recovery secret keeps working.
         try db.transaction {
+            // The index first: emptied at once, so no deleted row's words have to be read back.
+            try SearchIndexSchema.recreate(db)
             for table in ["messages", "conversations", "outbox", "media", "list_snapshots", "blocked_users", "conversation_opened", "sync_state"] {
                 try db.execute("DELETE FROM \(table)")
             }

@@ -49,3 +49,41 @@ extension Database {
         guard rc == SQLITE_OK else { throw error(rc, "define function \(name)") }
     }
 }
+
+/// The closure behind a numeric application function (see `defineRealFunction`).
+private final class RealFunction: Sendable {
+    let body: @Sendable ([UInt8]) -> Double
+
+    init(_ body: @escaping @Sendable ([UInt8]) -> Double) {
+        self.body = body
+    }
+}
+
+extension Database {
+    /// Defines the SQL function `name(x)` answering a number from the bytes of `x` (a blob's, or
+    /// none for NULL): deterministic, one argument, on this connection. For a ranking computed
+    /// from `matchinfo()`'s blob:
+    ///
+    ///     try db.defineRealFunction("chatvault_rank") { matchinfo in bm25(matchinfo) }
+    ///     // SELECT docid, chatvault_rank(matchinfo(idx, 'pcnalx')) FROM idx WHERE idx MATCH ?
+    /// - Throws: `DatabaseError` when SQLite refuses the definition.
+    package func defineRealFunction(_ name: String, _ body: @escaping @Sendable ([UInt8]) -> Double) throws(DatabaseError) {
+        let box = Unmanaged.passRetained(RealFunction(body)).toOpaque()
+        let rc = sqlite3_create_function_v2(handle, name, 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, box, { context, count, values in
+            guard let context else { return }
+            guard count == 1, let values, let value = values[0], let data = sqlite3_user_data(context) else {
+                return sqlite3_result_double(context, 0)
+            }
+            let function = Unmanaged<RealFunction>.fromOpaque(data).takeUnretainedValue()
+            var bytes: [UInt8] = []
+            let length = Int(sqlite3_value_bytes(value))
+            if sqlite3_value_type(value) == SQLITE_BLOB, let base = sqlite3_value_blob(value), length > 0 {
+                bytes = Array(UnsafeRawBufferPointer(start: base, count: length))
+            }
+            sqlite3_result_double(context, function.body(bytes))
+        }, nil, nil, { data in
+            if let data { Unmanaged<RealFunction>.fromOpaque(data).release() }
+        })
+        guard rc == SQLITE_OK else { throw error(rc, "define function \(name)") }
+    }
+}

@@ -162,6 +162,10 @@ package enum Schema {
             ) WITHOUT ROWID
             """,
         ]),
+        // Local search (issue 24): an FTS4 index of what each message says, over a view of
+        // `messages` (no second copy of the text). Built in the background for the rows already
+        // cached (`SearchIndexSchema`).
+        Migration(version: 6, statements: SearchIndexSchema.create),
     ]
 
     /// The version this code writes.

@@ -1,0 +1,237 @@
+import Foundation
+import Synchronization
+import VaultStore
+
+/// The local search index of the open cache (issue 24): kept by the engine's writer connection,
+/// built in the background for the rows it does not hold yet, asked by `searchCachedMessages`.
+///
+/// How it is kept: when a cache is attached, the writer connection gets the SQL function
+/// `chatvault_search_text(payload)` (what of a stored message is searchable, `SearchText`) and
+/// TEMP triggers on `messages`: a row inserted is indexed, a row whose payload changes leaves the
+/// index with its old words before it changes and comes back with its new ones, a row deleted
+/// leaves it. Every write of the engine goes through that connection (the one write path, the
+/// eviction, `clearOfflineCache`, the outbox), so the index never disagrees with the rows, in the
+/// same transaction. Triggers are TEMP (in memory, on this connection only): a tool or a key change
+/// that opens the file without the function writes rows without touching the index, and the
+/// background build picks up any row the index does not hold.
+///
+/// The build: rows are visited in `row_id` order, 400 per transaction, each transaction indexing
+/// those of its rows the index misses and recording how far it came (`kv` `search.build`), so a
+/// kill loses at most one batch and the next open goes on from there. It starts after ready, runs
+/// at utility priority, yields the writer between batches, and stops when the cache closes.
+final class SearchIndex: Sendable {
+    /// The version of what is indexed (`SearchText`'s rules). An index built under another is
+    /// emptied and built again.
+    static let format = "1"
+    /// Rows per build transaction.
+    static let batch = 400
+
+    private struct State {
+        var progress: [ObjectIdentifier: SearchIndexProgress] = [:]
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Caches whose writer could not be set up (the index is not kept there this session).
+        var unkept: Set<ObjectIdentifier> = []
+    }
+
+    private let session: VaultSession
+    private let settings: VaultSettings
+    private let state = Mutex(State())
+    let listeners = ListenerRegistry<any SearchIndexListener>()
+
+    init(settings: VaultSettings, session: VaultSession) {
+        self.settings = settings
+        self.session = session
+    }
+
+    /// The function's body: a stored payload's searchable text ("" when it does not decode, so
+    /// the row counts as indexed and the build does not visit it again).
+    @Sendable static func text(_ payload: [UInt8]?) -> String? {
+        guard let payload else { return "" }
+        return SearchText.indexable(payload: payload) ?? ""
+    }
+
+    static let triggers = [
+        """
+        CREATE TEMP TRIGGER IF NOT EXISTS search_after_insert AFTER INSERT ON main.messages
+        BEGIN INSERT INTO search_index (docid, body) VALUES (new.row_id, chatvault_search_text(new.payload)); END
+        """,
+        """
+        CREATE TEMP TRIGGER IF NOT EXISTS search_before_update BEFORE UPDATE OF row_id, payload ON main.messages
+        WHEN (old.payload IS NOT new.payload OR old.row_id != new.row_id)
+            AND EXISTS (SELECT 1 FROM search_index_docsize WHERE docid = old.row_id)
+        BEGIN DELETE FROM search_index WHERE docid = old.row_id; END
+        """,
+        """
+        CREATE TEMP TRIGGER IF NOT EXISTS search_after_update AFTER UPDATE OF row_id, payload ON main.messages
+        WHEN (old.payload IS NOT new.payload OR old.row_id != new.row_id)
+            AND NOT EXISTS (SELECT 1 FROM search_index_docsize WHERE docid = new.row_id)
+        BEGIN INSERT INTO search_index (docid, body) VALUES (new.row_id, chatvault_search_text(new.payload)); END
+        """,
+        """
+        CREATE TEMP TRIGGER IF NOT EXISTS search_before_delete BEFORE DELETE ON main.messages
+        WHEN EXISTS (SELECT 1 FROM search_index_docsize WHERE docid = old.row_id)
+        BEGIN DELETE FROM search_index WHERE docid = old.row_id; END
+        """,
+    ]
+
+    /// Sets up the cache's connections (before it serves): the function on both, the table if it
+    /// went missing, an index of another format emptied, the triggers on the writer.
+    func attached(_ cache: VaultCache) {
+        let id = ObjectIdentifier(cache)
+        do {
+            try cache.writer.sync { db in
+                try db.defineTextFunction(SearchIndexSchema.function, Self.text)
+                try db.transaction {
+                    try db.execute(SearchIndexSchema.createTable)
+                    if try db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.formatKey)) != Self.format {
+                        try SearchIndexSchema.recreate(db)
+                        try db.run("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", .text(SearchIndexSchema.formatKey), .text(Self.format))
+                    }
+                }
+                for trigger in Self.triggers { try db.execute(trigger) }
+            }
+            try cache.reader.sync { db in
+                try db.defineTextFunction(SearchIndexSchema.function, Self.text)
+                try db.defineRealFunction(SearchEngine.rankFunction, SearchEngine.bm25)
+            }
+            state.withLock { _ = $0.unkept.remove(id) }
+        } catch {
+            // Writes still work (no trigger, no index upkeep); search answers that it is unavailable.
+            state.withLock { _ = $0.unkept.insert(id) }
+        }
+    }
+
+    /// Whether the index is kept on `cache` this session.
+    func isKept(_ cache: VaultCache) -> Bool {
+        state.withLock { !$0.unkept.contains(ObjectIdentifier(cache)) }
+    }
+
+    /// Starts the background build for `cache` (after ready). Reports progress to the listeners.
+    func startBuild(_ cache: VaultCache) {
+        guard isKept(cache) else { return }
+        Task.detached(priority: .utility) { [weak self] in await self?.build(cache) }
+    }
+
+    /// How far the index of the open cache is, or nil when none is open.
+    func progress() -> SearchIndexProgress? {
+        guard let cache = session.openCache else { return nil }
+        if let known = state.withLock({ $0.progress[ObjectIdentifier(cache)] }) { return known }
+        return try? cache.reader.sync { db in try Self.measure(db) }
+    }
+
+    /// Waits until the open cache's index is complete (or the cache closes).
+    func waitUntilBuilt() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { s -> Bool in
+                guard let cache = session.openCache, s.progress[ObjectIdentifier(cache)]?.isComplete != true,
+                      isKeptLocked(s, cache) else { return true }
+                s.waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    private func isKeptLocked(_ s: State, _ cache: VaultCache) -> Bool { !s.unkept.contains(ObjectIdentifier(cache)) }
+
+    /// The cache closed: nobody waits for its build any more.
+    func closed(_ cache: VaultCache) {
+        let woken = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.progress[ObjectIdentifier(cache)] = nil
+            s.unkept.remove(ObjectIdentifier(cache))
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for waiter in woken { waiter.resume() }
+    }
+
+    /// Progress read from the file: rows the index holds against rows in `messages`.
+    static func measure(_ db: Database) throws -> SearchIndexProgress {
+        let total = Int(try db.scalarInt("SELECT count(*) FROM messages") ?? 0)
+        let complete = try db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey)) == "complete"
+        let indexed = complete ? total : min(total, Int(try db.scalarInt("SELECT count(*) FROM search_index_docsize") ?? 0))
+        return SearchIndexProgress(indexedMessages: indexed, totalMessages: total, isComplete: complete)
+    }
+
+    private func build(_ cache: VaultCache) async {
+        let id = ObjectIdentifier(cache)
+        var failures = 0
+        var first = true
+        while session.openCache === cache {
+            do {
+                let measure = first
+                let progress = try await cache.writer.run { db in try Self.step(db, measure: measure) }
+                first = false
+                failures = 0
+                let changed = state.withLock { s -> Bool in
+                    let before = s.progress[id]
+                    s.progress[id] = progress.merged(after: before)
+                    return before != s.progress[id]
+                }
+                if changed, let now = state.withLock({ $0.progress[id] }) { publish(now) }
+                if progress.isComplete { break }
+            } catch {
+                // The cache closed, or the writer is busy or short of space: try again a little
+                // later, while the cache is still open (never a reset, never a loss: the index is
+                // derived, and the batch rolled back).
+                failures += 1
+                guard session.openCache === cache, failures < 50 else { return }
+                try? await Task.sleep(for: .milliseconds(min(2_000, 50 * failures)))
+            }
+            await Task.yield()
+        }
+        let woken = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            guard s.progress[id]?.isComplete == true || session.openCache !== cache else { return [] }
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for waiter in woken { waiter.resume() }
+    }
+
+    private func publish(_ progress: SearchIndexProgress) {
+        let listeners = listeners.live()
+        guard !listeners.isEmpty else { return }
+        settings.callbackExecutor.execute {
+            for listener in listeners { listener.onSearchIndexProgress(progress) }
+        }
+    }
+
+    /// One build transaction: the next `batch` rows after the recorded cursor, those the index
+    /// misses indexed, the cursor moved past them; `complete` recorded once no row is left.
+    static func step(_ db: Database, measure: Bool) throws -> SearchIndexProgress {
+        try db.transaction {
+            let stateText = try db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey))
+            if stateText == "complete" { return try Self.measure(db) }
+            let cursor = stateText.flatMap { Int64($0) } ?? Int64.min
+            let end = try db.scalarInt("SELECT max(row_id) FROM (SELECT row_id FROM messages WHERE row_id > ? ORDER BY row_id LIMIT \(batch))",
+                                       .int(cursor))
+            if let end {
+                try db.run("""
+                    INSERT INTO search_index (docid, body)
+                    SELECT row_id, chatvault_search_text(payload) FROM messages m
+                    WHERE row_id > ? AND row_id <= ?
+                      AND NOT EXISTS (SELECT 1 FROM search_index_docsize d WHERE d.docid = m.row_id)
+                    """, .int(cursor), .int(end))
+                try db.run("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", .text(SearchIndexSchema.buildStateKey), .text(String(end)))
+            } else {
+                try db.run("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", .text(SearchIndexSchema.buildStateKey), .text("complete"))
+            }
+            // Counting is a scan of two small b-trees: done on the first and last step and every
+            // 25th batch, else estimated from the batch.
+            let done = end == nil
+            if measure || done || Int.random(in: 0..<25) == 0 { return try Self.measure(db) }
+            return SearchIndexProgress(indexedMessages: -batch, totalMessages: -1, isComplete: false)
+        }
+    }
+}
+
+extension SearchIndexProgress {
+    /// A step's answer folded into what was known: an estimate (negative counts: "`batch` more")
+    /// advances the last measure.
+    fileprivate func merged(after before: SearchIndexProgress?) -> SearchIndexProgress {
+        guard indexedMessages < 0 else { return self }
+        guard let before else { return SearchIndexProgress(indexedMessages: 0, totalMessages: 0, isComplete: false) }
+        let total = before.totalMessages
+        return SearchIndexProgress(indexedMessages: min(total, before.indexedMessages + (-indexedMessages)), totalMessages: total, isComplete: false)
+    }
+}

@@ -1,0 +1,385 @@
+import ChatVaultSimulator
+import Foundation
+import Synchronization
+import XCTest
+@testable import ChatVault
+import VaultKeys
+import VaultStore
+
+/// Local search through the engine (issue 24): `searchCachedMessages` over messages the engine
+/// cached, the index kept by the writer's triggers (edits, deletes, eviction, clear), the
+/// background build of an existing cache, options and paging, matches and snippets.
+final class CachedSearchTests: XCTestCase {
+    typealias Corpus = SearchGroundworkTests.Corpus
+
+    /// The corpus cached through a read of alice's conversation with bob: corpus id → server id.
+    func cachedCorpus(_ h: ReadHarness) async throws -> (Corpus, [Int: Int]) {
+        let corpus = try JSONDecoder().decode(Corpus.self, from: Data(contentsOf: SearchGroundworkTests.fixture))
+        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: corpus.messages.count) { corpus.messages[$0].text })
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 50) }.fetchPrevious()
+        var map: [Int: Int] = [:]
+        for (i, m) in corpus.messages.enumerated() { map[m.id] = ids[i] }
+        return (corpus, map)
+    }
+
+    func found(_ h: ReadHarness, _ query: String, _ adjust: (inout CachedSearchOptions) -> Void = { _ in }) async throws -> [Int] {
+        var options = CachedSearchOptions()
+        options.limit = 100
+        adjust(&options)
+        return try await h.vault.searchCachedMessages(query, options: options).hits.map(\.message.id)
+    }
+
+    func testEveryCorpusQueryFindsExactlyItsMessagesThroughTheEngine() async throws {
+        let h = try ReadHarness()
+        let (corpus, map) = try await cachedCorpus(h)
+        await h.vault.waitForSearchIndex()
+        for q in corpus.queries {
+            let ids = try await found(h, q.query).sorted()
+            XCTAssertEqual(ids, q.ids.compactMap { map[$0] }.sorted(), q.query)
+        }
+        let page = try await h.vault.searchCachedMessages("linux")
+        XCTAssertTrue(page.indexComplete)
+        XCTAssertEqual(page.indexProgress.totalMessages, corpus.messages.count)
+        XCTAssertEqual(page.hits.map(\.message.id), [map[10], map[8]].compactMap { $0 }, "newest first")
+        XCTAssertTrue(page.hits.allSatisfy { $0.message is TextMessage && $0.message.messageStatus == .sent })
+    }
+
+    /// An edit takes the old words out of the index and puts the new ones in; a delete takes the
+    /// message out; both at once (the same transaction as the row).
+    func testEditsAndDeletesAreReflectedAtOnce() async throws {
+        let h = try ReadHarness()
+        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 3) { ["alpha one", "beta two", "gamma three"][$0] })
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 10) }.fetchPrevious()
+        let alpha = try await found(h, "alpha")
+        XCTAssertEqual(alpha, [ids[0]])
+
+        try h.simulator.edit(ids[0], to: .text("delta four"))
+        await waitUntil(10, "the edit cached") {
+            h.callbacks.sync {}
+            let payload = try? h.vault.openCache?.reader.sync { db in
+                let stmt = try db.prepare("SELECT payload FROM messages WHERE server_id = \(ids[0])")
+                return try stmt.step() ? stmt.blob(0) : nil
+            }
+            return payload.flatMap { $0 }.flatMap(SearchText.indexable(payload:)) == "delta four"
+        }
+        let afterEdit = (try await found(h, "alpha"), try await found(h, "delta"))
+        XCTAssertEqual(afterEdit.0, [], "the old words left the index")
+        XCTAssertEqual(afterEdit.1, [ids[0]], "the new ones are in it")
+
+        try h.simulator.delete(ids[1])
+        await waitUntil(10, "the delete cached") {
+            h.callbacks.sync {}
+            return (try? h.vault.openCache?.reader.sync { db in
+                try db.scalarInt("SELECT deleted_at FROM messages WHERE server_id = ?", .int(Int64(ids[1])))
+            }).flatMap { $0 }.map { $0 > 0 } ?? false
+        }
+        let beta = try await found(h, "beta")
+        XCTAssertEqual(beta, [], "a deleted message has nothing to find")
+        let gamma = try await found(h, "gamma")
+        XCTAssertEqual(gamma, [ids[2]])
+        try assertIndexMatchesRows(h)
+    }
+
+    /// Eviction deletes rows through the writer: their words go with them. `clearOfflineCache`
+    /// empties the index with the rows, and what arrives afterwards is found again.
+    func testEvictionAndClearAreReflectedAtOnce() async throws {
+        let h = try ReadHarness(configure: { $0.setMaxMessagesPerConversation(2) })
+        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 4) { "word\($0) common" })
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 10) }.fetchPrevious()
+        let before = try await found(h, "common")
+        XCTAssertEqual(before.sorted(), ids)
+        await h.vault.evictNow()
+        let after = try await found(h, "common")
+        XCTAssertEqual(after.sorted(), Array(ids.suffix(2)), "the evicted messages are not found")
+        let word0 = try await found(h, "word0")
+        XCTAssertEqual(word0, [])
+        try assertIndexMatchesRows(h)
+
+        try await h.vault.clearOfflineCacheAndWait()
+        let cleared = try await found(h, "common")
+        XCTAssertEqual(cleared, [])
+        await h.vault.waitForSearchIndex()
+        XCTAssertEqual(h.vault.searchIndexProgress(), SearchIndexProgress(indexedMessages: 0, totalMessages: 0, isComplete: true))
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 10) }.fetchPrevious()
+        let again = try await found(h, "common")
+        XCTAssertEqual(again.sorted(), Array(ids.suffix(4)).filter { (try? h.cachedIds("alice_user_bob").contains($0)) ?? false }.sorted(),
+                       "what is cached again is found again")
+        XCTAssertFalse(again.isEmpty)
+        try assertIndexMatchesRows(h)
+    }
+
+    /// Every row the index holds is a row of `messages` and the other way round, and FTS4's own
+    /// consistency check of the index against its content passes.
+    func assertIndexMatchesRows(_ h: ReadHarness, file: StaticString = #filePath, line: UInt = #line) throws {
+        let cache = try XCTUnwrap(h.vault.openCache)
+        let (rows, indexed, orphans) = try cache.writer.sync { db in
+            (try db.scalarInt("SELECT count(*) FROM messages") ?? -1,
+             try db.scalarInt("SELECT count(*) FROM search_index_docsize") ?? -1,
+             try db.scalarInt("SELECT count(*) FROM search_index_docsize WHERE docid NOT IN (SELECT row_id FROM messages)") ?? -1)
+        }
+        XCTAssertEqual(indexed, rows, "every row indexed once", file: file, line: line)
+        XCTAssertEqual(orphans, 0, "no index entry without its row", file: file, line: line)
+    }
+
+    /// A cache whose index misses rows (an existing cache, an index rebuilt) is built in the
+    /// background after ready: progress reported to the listeners until complete; the messages
+    /// are found afterwards.
+    func testAnExistingCacheIsIndexedInTheBackgroundWithProgress() async throws {
+        let h = try ReadHarness()
+        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 1_000) { "row \($0) needle\($0 % 10)" })
+        await h.login()
+        for _ in 0..<10 { _ = await h.messages { $0.set(uid: "bob").set(limit: 100) }.fetchPrevious() }
+        var cached = try h.cachedIds("alice_user_bob").count
+        while cached < 1_000 {
+            let request = h.messages { $0.set(uid: "bob").set(limit: 100) }
+            for _ in 0..<12 { _ = await request.fetchPrevious() }
+            cached = try h.cachedIds("alice_user_bob").count
+        }
+        let cache = try XCTUnwrap(h.vault.openCache)
+        await h.vault.logout()
+        // As a cache from before the index: the index emptied by a connection of its own.
+        try emptyIndex(h, cache.directory, cacheId: cache.cacheId)
+
+        final class Heard: SearchIndexListener {
+            let progress = Mutex<[SearchIndexProgress]>([])
+            func onSearchIndexProgress(_ progress: SearchIndexProgress) { self.progress.withLock { $0.append(progress) } }
+        }
+        let heard = Heard()
+        h.vault.addSearchIndexListener("bar", heard)
+        h.client.network = .offline
+        await h.login()
+        await h.vault.waitForSearchIndex()
+        await waitUntil(5, "the last progress delivered") { h.callbacks.sync {}; return heard.progress.withLock { $0.last?.isComplete == true } }
+        let seen = heard.progress.withLock { $0 }
+        XCTAssertGreaterThanOrEqual(seen.count, 2, "progress along the way, then complete")
+        XCTAssertEqual(seen.map(\.indexedMessages), seen.map(\.indexedMessages).sorted(), "progress only grows")
+        XCTAssertEqual(seen.last, SearchIndexProgress(indexedMessages: 1_000, totalMessages: 1_000, isComplete: true))
+        let needle3 = try await found(h, "needle3")
+        XCTAssertEqual(needle3.sorted(), ids.enumerated().filter { $0.offset % 10 == 3 }.map(\.element))
+        try assertIndexMatchesRows(h)
+    }
+
+    func emptyIndex(_ h: ReadHarness, _ directory: CacheDirectory, cacheId: String) throws {
+        guard case .valid(let manifest) = ManifestFile.read(directory: directory.path) else { return XCTFail("no manifest") }
+        guard case .found(let key, _) = h.keyStore.lookup(KeyItemID(applicationId: "org.chatvault.readtests", account: directory.account,
+                                                                      cacheId: cacheId)) else { return XCTFail("no key") }
+        let raw = try DatabaseQueue(path: directory.database, keying: .encrypted(key, manifest.cipherProfile ?? .standard()),
+                                    options: ConnectionOptions(), label: "test.raw")
+        try raw.sync { db in try db.transaction { try SearchIndexSchema.recreate(db) } }
+        raw.close()
+    }
+
+    /// The build step on its own: a batch per transaction, its cursor recorded with it (a kill
+    /// between two loses nothing), rows the triggers already indexed skipped, complete at the end.
+    func testTheBuildGoesBatchByBatchAndSkipsRowsAlreadyIndexed() async throws {
+        let h = try ReadHarness()
+        _ = try h.simulator.seedConversation(between: "alice", and: "bob", count: 900) { "batch \($0)" }
+        await h.login()
+        let request = h.messages { $0.set(uid: "bob").set(limit: 100) }
+        for _ in 0..<9 { _ = await request.fetchPrevious() }
+        await h.vault.waitForSearchIndex()
+        let cache = try XCTUnwrap(h.vault.openCache)
+        try cache.writer.sync { db in
+            try db.transaction { try SearchIndexSchema.recreate(db) }
+            // One row indexed by its trigger (an edit) before the build reaches it.
+            try db.run("UPDATE messages SET payload = payload || x'' WHERE row_id = (SELECT max(row_id) FROM messages)")
+            let first = try SearchIndex.step(db, measure: true)
+            XCTAssertFalse(first.isComplete)
+            XCTAssertEqual(first.indexedMessages, SearchIndex.batch + 1, "the first batch and the edited row")
+            let cursor = try XCTUnwrap(db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey)))
+            XCTAssertEqual(Int64(cursor), try db.scalarInt("SELECT max(row_id) FROM (SELECT row_id FROM messages ORDER BY row_id LIMIT \(SearchIndex.batch))"))
+            var last = first
+            var steps = 1
+            while !last.isComplete {
+                last = try SearchIndex.step(db, measure: true)
+                steps += 1
+            }
+            XCTAssertEqual(steps, 4, "900 rows: three batches, then the step that finds none")
+            XCTAssertEqual(last, SearchIndexProgress(indexedMessages: 900, totalMessages: 900, isComplete: true))
+            XCTAssertEqual(try db.scalarInt("SELECT count(*) FROM search_index_docsize"), 900, "no row twice")
+        }
+    }
+
+    // MARK: - Options, order, paging
+
+    func testOptionsNarrowTheSearchAndPagesNeverRepeat() async throws {
+        let h = try ReadHarness()
+        try h.simulator.addGroup("hike", members: ["alice", "bob", "carol"])
+        let direct = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 6, spacing: 60, endingAt: 10_000) { "trail map \($0)" })
+        let group = Array(try h.simulator.seedConversation(inGroup: "hike", count: 6, senders: ["bob", "carol"], spacing: 60, endingAt: 20_000) { "trail snacks \($0)" })
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 30) }.fetchPrevious()
+        _ = await h.messages { $0.set(guid: "hike").set(limit: 30) }.fetchPrevious()
+
+        let all = try await found(h, "trail")
+        XCTAssertEqual(all, (direct + group).reversed(), "newest first over every conversation")
+        let inGroup = try await found(h, "trail") { $0.conversation = .group("hike") }
+        XCTAssertEqual(inGroup, group.reversed())
+        let withBob = try await found(h, "trail") { $0.conversation = .user("bob") }
+        XCTAssertEqual(withBob, direct.reversed())
+        let fromCarol = try await found(h, "trail") { $0.senderUid = "carol" }
+        XCTAssertEqual(fromCarol, group.enumerated().filter { $0.offset % 2 == 1 }.map(\.element).reversed())
+        let window = try await found(h, "trail") { $0.sentAfter = 10_000 - 120; $0.sentBefore = 20_000 - 240 }
+        XCTAssertEqual(window, (Array(direct.suffix(3)) + Array(group.prefix(1))).reversed(), "from inclusive, before exclusive")
+        let oldest = try await found(h, "trail") { $0.order = .oldestFirst }
+        XCTAssertEqual(oldest, direct + group)
+        let types = try await found(h, "trail") { $0.types = ["image"] }
+        XCTAssertEqual(types, [])
+        let categories = try await found(h, "trail") { $0.categories = ["message"] }
+        XCTAssertEqual(categories.count, 12)
+
+        // Pages of 5: every hit once, in order, then no cursor.
+        var options = CachedSearchOptions()
+        options.limit = 5
+        var paged: [Int] = []
+        var pages = 0
+        while true {
+            let page = try await h.vault.searchCachedMessages("trail", options: options)
+            paged += page.hits.map(\.message.id)
+            pages += 1
+            guard let next = page.nextCursor else { break }
+            options.cursor = next
+        }
+        XCTAssertEqual(paged, all)
+        XCTAssertEqual(pages, 3)
+    }
+
+    func testRelevanceRanksMoreOfTheWordsFirstAndPagesThroughAll() async throws {
+        let h = try ReadHarness()
+        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 5) {
+            ["kayak", "kayak kayak kayak", "a long message that mentions a kayak only once among many other words here", "kayak kayak", "nothing"][$0]
+        })
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 30) }.fetchPrevious()
+        let ranked = try await found(h, "kayak") { $0.order = .relevance }
+        XCTAssertEqual(ranked, [ids[1], ids[3], ids[0], ids[2]])
+        var options = CachedSearchOptions()
+        options.order = .relevance
+        options.limit = 1
+        var paged: [Int] = []
+        while true {
+            let page = try await h.vault.searchCachedMessages("kayak", options: options)
+            paged += page.hits.map(\.message.id)
+            guard let next = page.nextCursor else { break }
+            options.cursor = next
+        }
+        XCTAssertEqual(paged, ranked)
+    }
+
+    // MARK: - What is found, what is shown
+
+    func testCaptionsFileNamesAndDeclaredTextAreFoundNeverCustomData() async throws {
+        let h = try ReadHarness()
+        let photo = try h.simulator.post(.media(.image, attachments: [
+            SimulatedAttachment(name: "sunset_beach.jpg", mimeType: "image/jpeg", url: "https://media.test/sunset.jpg", size: 10)],
+            caption: "Evening at the lake"), from: "bob", to: .user("alice"))
+        let place = try h.simulator.post(.custom(type: "location", data: ["label": "secretvalley"], conversationText: "Shared a location"),
+                                         from: "bob", to: .user("alice"))
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 30) }.fetchPrevious()
+        let lake = try await found(h, "lake")
+        XCTAssertEqual(lake, [photo])
+        let sunset = try await found(h, "sunset*")
+        XCTAssertEqual(sunset, [photo])
+        let location = try await found(h, "location")
+        XCTAssertEqual(location, [place])
+        let secret = try await found(h, "secretvalley")
+        XCTAssertEqual(secret, [], "the app's custom data is never indexed")
+        let lakePage = try await h.vault.searchCachedMessages("lake")
+        let hit = try XCTUnwrap(lakePage.hits.first)
+        XCTAssertEqual(hit.text, "Evening at the lake\nsunset_beach.jpg")
+        XCTAssertEqual(hit.snippet, "Evening at the lake sunset_beach.jpg")
+        XCTAssertEqual(hit.snippetMatches.map { String(hit.snippet[$0]) }, ["lake"])
+    }
+
+    func testMatchesAndSnippetsPointAtTheWordsAsWritten() throws {
+        func marks(_ query: String, _ text: String) throws -> [String] {
+            let needles = SearchHighlights.needles(try SearchQuery(query))
+            return SearchHighlights.ranges(of: needles, in: text).map { String(text[$0]) }
+        }
+        XCTAssertEqual(try marks("creme brul*", "La Crème brûlée est là"), ["Crème", "brûlée"])
+        XCTAssertEqual(try marks("\"creme brulee\"", "crème, brûlée; crème seule"), ["crème, brûlée"])
+        XCTAssertEqual(try marks("isik", "IŞIK ve ışık"), ["IŞIK", "ışık"])
+        XCTAssertEqual(try marks("タワー", "東京タワーの近く"), ["タワー"])
+        XCTAssertEqual(try marks("京", "東京 and 京都"), ["京", "京"])
+        XCTAssertEqual(try marks("linux -windows", "Linux, linux!"), ["Linux", "linux"])
+        let long = (0..<40).map { "word\($0)" }.joined(separator: " ") + " target " + (0..<40).map { "tail\($0)" }.joined(separator: " ")
+        let needles = SearchHighlights.needles(try SearchQuery("target"))
+        let matches = SearchHighlights.ranges(of: needles, in: long)
+        let (snippet, inSnippet) = SearchHighlights.snippet(of: long, matches: matches)
+        XCTAssertTrue(snippet.hasPrefix("…") && snippet.hasSuffix("…"), snippet)
+        XCTAssertLessThan(snippet.count, 110)
+        XCTAssertEqual(inSnippet.map { String(snippet[$0]) }, ["target"])
+        XCTAssertFalse(snippet.contains("word0 "), "cut before the match")
+    }
+
+    /// Whatever is typed: a typed error or an answer, never an SQL error or a crash.
+    func testHostileQueriesThroughThePublicAPI() async throws {
+        let h = try ReadHarness()
+        _ = try await cachedCorpus(h)
+        for text in ["", "   ", "\"\"", "*", "-linux", String(repeating: "x", count: 10_000), (0..<40).map { "w\($0)" }.joined(separator: " ")] {
+            do {
+                _ = try await h.vault.searchCachedMessages(text)
+                XCTFail("\(text.prefix(20)) should be refused")
+            } catch {
+                XCTAssertEqual(error.errorCode, OfflineErrorCode.invalidSearchQuery.rawValue)
+                XCTAssertFalse(error.errorDescription.contains("SQL"))
+            }
+        }
+        for text in ["linux OR", "body:linux", "(linux)", "NEAR/2", "'; DROP TABLE messages; --", "linux\u{0}", "🍕", "x*****", "^linux"] {
+            do {
+                _ = try await h.vault.searchCachedMessages(text)
+            } catch {
+                XCTAssertEqual(error.errorCode, OfflineErrorCode.invalidSearchQuery.rawValue, text)
+                XCTAssertEqual(error.details, "empty", "\(text): nothing but symbols")
+            }
+        }
+        let orWord = try await found(h, "linux OR")
+        XCTAssertEqual(orWord.count, 1, "OR is a word to find, not an operator")
+    }
+
+    func testWithoutAnOpenCacheASearchIsRefused() async throws {
+        let h = try ReadHarness()
+        do {
+            _ = try await h.vault.searchCachedMessages("anything")
+            XCTFail("no cache is open")
+        } catch {
+            XCTAssertEqual(error.errorCode, OfflineErrorCode.offlineDisabled.rawValue)
+        }
+        XCTAssertNil(h.vault.searchIndexProgress())
+    }
+
+    /// The index and the queries stay inside the encrypted file: after indexing and searching,
+    /// no file under the cache root (the database, its WAL and shm, media, anything) holds a word
+    /// of the messages or of the query in clear.
+    func testNothingOfTheIndexOrTheQueryLeavesTheEncryptedFile() async throws {
+        let h = try ReadHarness()
+        let marker = "Zyxwvmarker"
+        _ = try h.simulator.seedConversation(between: "alice", and: "bob", count: 50) { "\(marker)\($0 % 3) searchable words \($0)" }
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 50) }.fetchPrevious()
+        await h.vault.waitForSearchIndex()
+        let hits = try await found(h, "\(marker.lowercased())1")
+        XCTAssertEqual(hits.count, 17)
+        _ = try await found(h, "zyxwvmark*")
+        for needle in [marker, marker.lowercased(), "searchable"] {
+            XCTAssertEqual(Self.files(containing: needle, under: h.root.path), [], needle)
+        }
+    }
+
+    /// Every regular file under `path` whose bytes hold `marker`.
+    static func files(containing marker: String, under path: String) -> [String] {
+        var hits: [String] = []
+        guard let walker = FileManager.default.enumerator(atPath: path) else { return [] }
+        while let relative = walker.nextObject() as? String {
+            let full = "\(path)/\(relative)"
+            var st = stat()
+            guard lstat(full, &st) == 0, st.st_mode & S_IFMT == S_IFREG, let data = FileManager.default.contents(atPath: full) else { continue }
+            if data.range(of: Data(marker.utf8)) != nil { hits.append(relative) }
+        }
+        return hits
+    }
+}
