@@ -20,6 +20,7 @@ do {
     case "audit": status = try AuditCommand.run(rest)
     case "audit-app": status = try await AuditAppCommand.run(rest)
     case "outbox": status = try await OutboxCommand.run(rest)
+    case "search": status = try await SearchCommand.run(rest)
     case "key": status = try await KeyCommand.run(rest)
     case "recover": status = try await RecoveryCommands.recover(rest)
     case "export": status = try await RecoveryCommands.export(rest)

@@ -73,8 +73,9 @@ final class ErrorCodeTests: XCTestCase {
         XCTAssertEqual(constants, referenceCodes)
         XCTAssertEqual(Set(OfflineErrorCode.allCases.map(\.rawValue)),
                        Set(referenceCodes + ["ERROR_MEDIA_DOWNLOAD_FAILED", "ERROR_INVALID_SERVER_RESPONSE", "ERROR_INVALID_MESSAGE",
-                                               "ERROR_REQUEST_TIMEOUT", "ERROR_OFFLINE_MEDIA_VIEW_UNAVAILABLE"]))
-        XCTAssertEqual(OfflineErrorCode.allCases.count, 21)
+                                               "ERROR_REQUEST_TIMEOUT", "ERROR_OFFLINE_MEDIA_VIEW_UNAVAILABLE", "ERROR_INVALID_SEARCH_QUERY"]))
+        XCTAssertEqual(OfflineErrorCode.allCases.count, 22)
+        XCTAssertFalse(OfflineErrorCode.invalidSearchQuery.isCometChatConstantsError, "ChatVault's own code")
         XCTAssertFalse(OfflineErrorCode.offlineMediaViewUnavailable.isCometChatConstantsError, "ChatVault's own code")
         XCTAssertFalse(OfflineErrorCode.invalidServerResponse.isCometChatConstantsError, "ChatVault's own code")
         XCTAssertFalse(OfflineErrorCode.invalidMessage.isCometChatConstantsError, "ChatVault's own code")

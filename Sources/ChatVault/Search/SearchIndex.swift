@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import VaultStore
+package import VaultStore
 
 /// The local search index of the open cache (issue 24): kept by the engine's writer connection,
 /// built in the background for the rows it does not hold yet, asked by `searchCachedMessages`.
@@ -145,12 +145,9 @@ final class SearchIndex: Sendable {
         for waiter in woken { waiter.resume() }
     }
 
-    /// Progress read from the file: rows the index holds against rows in `messages`.
+    /// Progress read from the file (`SearchIndexRows.progress`).
     static func measure(_ db: Database) throws -> SearchIndexProgress {
-        let total = Int(try db.scalarInt("SELECT count(*) FROM messages") ?? 0)
-        let complete = try db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey)) == "complete"
-        let indexed = complete ? total : min(total, Int(try db.scalarInt("SELECT count(*) FROM search_index_docsize") ?? 0))
-        return SearchIndexProgress(indexedMessages: indexed, totalMessages: total, isComplete: complete)
+        try SearchIndexRows.progress(in: db)
     }
 
     private func build(_ cache: VaultCache) async {
@@ -233,5 +230,17 @@ extension SearchIndexProgress {
         guard let before else { return SearchIndexProgress(indexedMessages: 0, totalMessages: 0, isComplete: false) }
         let total = before.totalMessages
         return SearchIndexProgress(indexedMessages: min(total, before.indexedMessages + (-indexedMessages)), totalMessages: total, isComplete: false)
+    }
+}
+
+/// The index's bookkeeping as the package's tools read it (`chatvault status`).
+package enum SearchIndexRows {
+    /// Rows the index holds against rows in `messages`, and whether the build has completed.
+    /// Reads only counts and `kv` (no message, no function needed).
+    package static func progress(in db: Database) throws -> SearchIndexProgress {
+        let total = Int(try db.scalarInt("SELECT count(*) FROM messages") ?? 0)
+        let complete = try db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey)) == "complete"
+        let indexed = complete ? total : min(total, Int(try db.scalarInt("SELECT count(*) FROM search_index_docsize") ?? 0))
+        return SearchIndexProgress(indexedMessages: indexed, totalMessages: total, isComplete: complete)
     }
 }

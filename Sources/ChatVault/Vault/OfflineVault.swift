@@ -326,8 +326,7 @@ public final class OfflineVault: Sendable {
                     if let unsent { self.outbox.cleared(unsent.0, inFlight: unsent.1) }
                     self.uploads.cleared()
                     self.sync.cleared()
-                    // The index was emptied with the rows; its format is recorded again.
-                    self.searchIndex.attached(cache)
+                    // The index was emptied with the rows: the build finds nothing and completes.
                     self.searchIndex.startBuild(cache)
                     // A new media key (the old one went with `kv`), no views of wiped files.
                     self.media.attached(cache)

@@ -139,11 +139,11 @@ package enum CacheRows {
         // does the recovery key (`RecoveryFile`): the user's recovery secret keeps working.
         try db.transaction {
             // The index first: emptied at once, so no deleted row's words have to be read back.
-            try SearchIndexSchema.recreate(db)
+            try SearchIndexSchema.empty(db)
             for table in ["messages", "conversations", "outbox", "media", "list_snapshots", "blocked_users", "conversation_opened", "sync_state"] {
                 try db.execute("DELETE FROM \(table)")
             }
-            try db.execute("DELETE FROM kv WHERE key NOT LIKE 'recovery.key.%' AND key NOT LIKE 'audit.%'")
+            try db.execute("DELETE FROM kv WHERE key NOT LIKE 'recovery.key.%' AND key NOT LIKE 'audit.%' AND key != '\(SearchIndexSchema.formatKey)'")
         }
         try? db.execute("VACUUM")
         try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -40,6 +40,18 @@ package enum SearchIndexSchema {
     package static let shadowTables = ["search_index_content", "search_index_segments", "search_index_segdir",
                                        "search_index_docsize", "search_index_stat"]
 
+    /// Empties the index in place, as `clearOfflineCache` does with the rows: FTS4's own tables
+    /// emptied (segments, their directory, sizes and totals: what an index that never held a row
+    /// has), no row read back, and no `DROP` (which SQLite refuses, `SQLITE_LOCKED`, while any
+    /// statement of the connection is still open). The first statement of its transaction, so no
+    /// words of it are pending in memory.
+    package static func empty(_ db: Database) throws {
+        for table in ["search_index_segments", "search_index_segdir", "search_index_docsize", "search_index_stat"] {
+            try db.execute("DELETE FROM \(table)")
+        }
+        try db.run("DELETE FROM kv WHERE key = ?", .text(buildStateKey))
+    }
+
     /// Empties the index: drops and recreates the FTS4 table and forgets the build's progress (the
     /// next build starts from the first row). Cheap whatever the index held: no row is read.
     package static func recreate(_ db: Database) throws {

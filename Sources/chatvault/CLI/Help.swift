@@ -27,6 +27,8 @@ enum Help {
              summary: "What happened to a cache over time: opens, resets and their delivery, refusals, restores."),
         Verb(name: "audit-app", forms: ["audit-app [--only a,b] [--json] [--out REPORT.json] [--html FILE] -- PROGRAM [ARGS…]"],
              summary: "Runs the reset scenario kit over an app that is a program (a C app): findings about its reset handling."),
+        Verb(name: "search", forms: ["search --dir D --user U QUERY [--conversation user:UID|group:GUID] [--sender UID] [--order newest|oldest|relevance] [--limit N] [--show-text] [--progress] [--keystore …] [--json]"],
+             summary: "Searches the cached messages offline; snippets only with --show-text."),
         Verb(name: "outbox", forms: ["outbox --dir D --user U [--keystore …] [--json]"],
              summary: "Lists the unsent messages of a cache (ids and states, never text)."),
         Verb(name: "key", forms: [

@@ -82,6 +82,15 @@ struct Audit {
         // connection's transient -wal and -shm files are never among them).
         let inUse = isLocked()
         let sync = SyncAudit.read(directory: directory, manifest: manifest, header: header, key: key, inUse: inUse)
+        let search: JSON
+        switch ReadOnlyCache.read(directory: directory, manifest: manifest, header: header, key: key, inUse: inUse, what: "the search index",
+                                  { db in try SearchIndexRows.progress(in: db) }) {
+        case .success(let p):
+            search = .object([("available", .bool(true)), ("complete", .bool(p.isComplete)), ("indexedMessages", .int(p.indexedMessages)),
+                              ("totalMessages", .int(p.totalMessages))])
+        case .failure(let why):
+            search = .object([("available", .bool(false)), ("detail", .string(why.description))])
+        }
         // What the file says, not what the manifest claims; a disagreement is reported.
         let encryptedOnDisk = header == .opaque
         let fields: [(String, JSON)] = [
@@ -104,6 +113,7 @@ struct Audit {
             ("marker", .string(marker.isEmpty ? "" : "(given)")),
             ("plaintextHits", .array(hits.map { .string($0) })),
             ("sync", sync.json),
+            ("searchIndex", search),
         ]
         return .object(fields)
     }
@@ -232,11 +242,21 @@ struct Audit {
             default: return "-"
             }
         }
+        func searchLine(_ search: JSON?) -> String {
+            guard let search, case .bool(true)? = search["available"] else {
+                if case .string(let why)? = search?["detail"] { return "search index: unavailable (\(why))" }
+                return "search index: unavailable"
+            }
+            guard case .int(let indexed)? = search["indexedMessages"], case .int(let total)? = search["totalMessages"] else { return "search index: -" }
+            if case .bool(true)? = search["complete"] { return "search index: complete (\(total) messages)" }
+            return "search index: building (\(indexed) of \(total) messages)"
+        }
         return """
             cache \(text("cacheId")) in \(directory.path)
             encrypted: \(text("encrypted")) (header: \(text("databaseHeader"))), key storage: \(text("keyStorage")), key item: \(text("keyLookup"))
             in use by a process: \(text("inUse")); plaintext hits: \(hits.count)
             \(SyncAudit.line(report["sync"]))
+            \(searchLine(report["searchIndex"]))
 
             \(table.render())
             """
