@@ -1,4 +1,5 @@
 import ChatVaultSimulator
+import ChatVaultTesting
 import Foundation
 import Synchronization
 import XCTest
@@ -191,8 +192,15 @@ final class CachedSearchTests: XCTestCase {
             XCTAssertEqual(first.indexedMessages, SearchIndex.batch + 1, "the first batch and the edited row")
             let cursor = try XCTUnwrap(db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey)))
             XCTAssertEqual(Int64(cursor), try db.scalarInt("SELECT max(row_id) FROM (SELECT row_id FROM messages ORDER BY row_id LIMIT \(SearchIndex.batch))"))
-            var last = first
-            var steps = 1
+        }
+        // A search meanwhile says the index is not complete, and how far it is.
+        let partial = try await h.vault.searchCachedMessages("batch", options: { var o = CachedSearchOptions(); o.limit = 100; return o }())
+        XCTAssertFalse(partial.indexComplete)
+        XCTAssertEqual(partial.indexProgress, SearchIndexProgress(indexedMessages: SearchIndex.batch + 1, totalMessages: 900, isComplete: false))
+        XCTAssertEqual(partial.hits.count, 100, "what is indexed is found")
+        try cache.writer.sync { db in
+            var last = try SearchIndex.step(db, measure: true)
+            var steps = 2
             while !last.isComplete {
                 last = try SearchIndex.step(db, measure: true)
                 steps += 1
@@ -381,5 +389,80 @@ final class CachedSearchTests: XCTestCase {
             if data.range(of: Data(marker.utf8)) != nil { hits.append(relative) }
         }
         return hits
+    }
+}
+
+/// A damaged page of the search index is repaired, never a reset of the cache (issue 24): the
+/// index is derived, so it is dropped and built again; the messages and the outbox stay.
+final class SearchIndexDamageTests: XCTestCase {
+    /// A cache of `count` cached messages, its index complete, closed; answers the harness, the
+    /// ids and the file's path and page size.
+    func damagedIndexCache(adjust: @escaping (inout VaultSettings) -> Void = { _ in }) async throws -> (ReadHarness, [Int], CacheDirectory) {
+        let h = try ReadHarness(settings: adjust)
+        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 200) { "harbour crane \($0)" })
+        await h.login()
+        let request = h.messages { $0.set(uid: "bob").set(limit: 100) }
+        _ = await request.fetchPrevious()
+        _ = await request.fetchPrevious()
+        await h.vault.waitForSearchIndex()
+        let cache = try XCTUnwrap(h.vault.openCache)
+        let (root, pageSize) = try cache.writer.sync { db in
+            (try db.scalarInt("SELECT rootpage FROM sqlite_master WHERE name = 'search_index_segdir'") ?? 0,
+             try db.scalarInt("PRAGMA page_size") ?? 0)
+        }
+        let directory = cache.directory
+        await h.vault.logout()
+        XCTAssertGreaterThan(root, 1)
+        // The index's page overwritten in the middle (its HMAC fails: SQLCipher refuses it).
+        Damage.overwrite(directory.database, at: Int(root - 1) * Int(pageSize) + 512, count: 256)
+        return (h, ids, directory)
+    }
+
+    final class Resets: OfflineCacheResetListener {
+        let calls = Mutex(0)
+        func onOfflineCacheReset(_ reason: OfflineCacheResetReason, _ pendingMessagesLost: Int) { calls.withLock { $0 += 1 } }
+    }
+
+    func testADamagedIndexPageFoundDuringTheOpenIsRepairedNotReset() async throws {
+        let (h, ids, directory) = try await damagedIndexCache()
+        let resets = Resets()
+        h.vault.addOfflineCacheResetListener("resets", resets)
+        h.client.network = .offline
+        let attempt = await h.vault.login(userId: "alice")
+        XCTAssertEqual(attempt.state, .ready)
+        XCTAssertEqual(attempt.resets.count, 0, "never a reset for the index")
+        XCTAssertTrue(attempt.notes.contains { $0.contains("search index was damaged") }, "\(attempt.notes)")
+        h.callbacks.sync {}
+        XCTAssertEqual(resets.calls.withLock { $0 }, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.quarantine + "/entries"), "nothing quarantined")
+        XCTAssertEqual(try h.cachedIds("alice_user_bob"), ids, "every message kept")
+        await h.vault.waitForSearchIndex()
+        let page = try await h.vault.searchCachedMessages("crane", options: { var o = CachedSearchOptions(); o.limit = 100; return o }())
+        XCTAssertEqual(page.hits.count, 100)
+        XCTAssertTrue(page.indexComplete)
+        let all = try await h.vault.searchCachedMessages("harbour 17")
+        XCTAssertEqual(all.hits.map(\.message.id), [ids[17]])
+        let check = try XCTUnwrap(h.vault.openCache).writer.sync { db in try db.scalarText("PRAGMA quick_check") }
+        XCTAssertEqual(check, "ok")
+    }
+
+    /// A large cache opens before its check; the check finds the damage after ready, and the
+    /// reopen it causes repairs the index instead of resetting.
+    func testADamagedIndexPageFoundByTheBackgroundCheckIsRepairedNotReset() async throws {
+        let (h, ids, _) = try await damagedIndexCache { $0.synchronousIntegrityCheckLimit = 0 }
+        let resets = Resets()
+        h.vault.addOfflineCacheResetListener("resets", resets)
+        h.client.network = .offline
+        let attempt = await h.vault.login(userId: "alice")
+        XCTAssertEqual(attempt.state, .ready)
+        let check = await h.vault.waitForIntegrityCheck(timeout: .seconds(60))
+        XCTAssertEqual(check.result, .repaired)
+        XCTAssertEqual(check.reopen?.resets.count, 0)
+        h.callbacks.sync {}
+        XCTAssertEqual(resets.calls.withLock { $0 }, 0)
+        XCTAssertEqual(try h.cachedIds("alice_user_bob"), ids)
+        await h.vault.waitForSearchIndex()
+        let found = try await h.vault.searchCachedMessages("harbour 42")
+        XCTAssertEqual(found.hits.map(\.message.id), [ids[42]])
     }
 }

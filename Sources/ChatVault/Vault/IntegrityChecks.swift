@@ -26,6 +26,9 @@ public enum BackgroundIntegrityCheck: String, Sendable, Equatable {
     case intact
     /// Damage was found: the cache has been reset as `.corrupted` (after salvage) and reopened.
     case damaged
+    /// Damage was found in the search index alone: the index was dropped (nothing else was
+    /// touched, nothing reset) and is built again in the background.
+    case repaired
     /// The check could not run (an I/O error, memory): it says nothing.
     case unknown
     /// The cache was closed (`logout`, another login) while the check ran, and the check was

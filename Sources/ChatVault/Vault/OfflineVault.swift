@@ -530,7 +530,9 @@ public final class OfflineVault: Sendable {
                 self.closeLocked(state: .opening)
                 let next = self.session.withLock { $0.generation }
                 self.attemptOpen(generation: next, countsTowardEscalation: false, integrityCheckLimit: Int64.max) { reopen in
-                    self.integrityChecks.end(.damaged, reopen: reopen)
+                    // Damage confined to the search index is repaired by the reopen, not reset.
+                    let repaired = reopen.resets.isEmpty && reopen.state.isOfflineActive
+                    self.integrityChecks.end(repaired ? .repaired : .damaged, reopen: reopen)
                 }
             }
         }

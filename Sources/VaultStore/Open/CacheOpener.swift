@@ -340,7 +340,7 @@ struct OpenProcedure {
     mutating func connect(_ manifest: Manifest, keying: ConnectionKeying, store: (any KeyStore)?, creating: Bool = false) throws -> VaultCache {
         var options = config.connection
         options.create = creating
-        let writer = try DatabaseQueue(path: dir.database, keying: keying, options: options, label: "writer")
+        var writer = try DatabaseQueue(path: dir.database, keying: keying, options: options, label: "writer")
         let size = CacheDirectory.fileSize(dir.database) + CacheDirectory.fileSize(dir.wal)
         // A migration writes into the file: never into a damaged one. Check first then, whatever
         // the size (migrations are rare); otherwise small caches are checked now, large ones in
@@ -348,8 +348,17 @@ struct OpenProcedure {
         let migrating = try !creating && writer.sync { db in try Schema.needsMigration(db) }
         let checkNow = migrating || (config.synchronousIntegrityCheckLimit >= 0 && size <= config.synchronousIntegrityCheckLimit)
         if checkNow, !creating {
-            guard try writer.sync({ db in try IntegrityCheck.run(db) }) else {
-                throw DatabaseError(extendedCode: 11, message: "quick_check failed", operation: "quick_check")
+            if try !writer.sync({ db in try IntegrityCheck.run(db) }) {
+                // Damage confined to the search index is repaired (the index is derived): the file
+                // is written again without it, and the index built again after ready. Anything
+                // else resets. The writer's WAL is folded in and the writer closed first.
+                _ = try? writer.sync { db in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+                writer.close()
+                guard SearchIndexRepair.repair(directory: dir, keying: keying, options: options, engine: engine) else {
+                    throw DatabaseError(extendedCode: 11, message: "quick_check failed", operation: "quick_check")
+                }
+                writer = try DatabaseQueue(path: dir.database, keying: keying, options: options, label: "writer")
+                notes.append("the search index was damaged: it was dropped and is built again (no message was lost)")
             }
         }
         try writer.sync { db in try Schema.prepare(db, expectExisting: !creating) }

@@ -1,0 +1,114 @@
+import Foundation
+import VaultKeys
+
+/// A cache whose damage is confined to its search index is repaired, never reset (issue 24): the
+/// index is derived from the messages, so dropping it and building it again loses nothing.
+///
+/// When `quick_check` fails, the open procedure closes its connection and asks `repair` before it
+/// resets. The live files are not touched until a repaired file is proven:
+/// 1. `cache.db` and its WAL are copied into a private scratch directory (`quarantine/.salvage-…`,
+///    0700, like salvage). On the copy, the index's b-trees are taken out of the schema
+///    (`writable_schema`: their pages become unreferenced and are never read again), and
+///    `quick_check` runs again: if all it reports is pages nothing references ("Page N is never
+///    used"), every damaged page was the index's.
+/// 2. The copy is exported (`sqlcipher_export`, the same key and cipher profile) into a new file
+///    beside it, which holds every table but the index, then gets an empty index; it must pass
+///    `quick_check`.
+/// 3. The new file takes the old one's place (the old WAL, checkpointed empty by the caller, is
+///    removed first, so it is never replayed into the new file; the rename is the instant the
+///    cache changes). The engine builds the index again in the background after ready.
+/// Anything else (damage elsewhere, an error on the way) answers `false` with the live files as
+/// they were: the usual reset follows. A kill before the rename leaves the scratch directory (removed
+/// by the next salvage or repair) and the damaged cache, which the next open repairs again.
+enum SearchIndexRepair {
+    /// The schema rows of the index: the FTS4 table and its own tables.
+    static let names = [SearchIndexSchema.table] + SearchIndexSchema.shadowTables
+
+    static func repair(directory: CacheDirectory, keying: ConnectionKeying, options: ConnectionOptions, engine: CipherEngine) -> Bool {
+        let scratch = "\(directory.quarantine)/\(Salvage.scratchPrefix)\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
+        let copy = "\(scratch)/cache.db"
+        let rebuilt = "\(scratch)/rebuilt.db"
+        do throws(SecureFileError) {
+            try SecureFiles.ensureDirectory(directory.quarantine)
+            try SecureFiles.ensureDirectory(scratch)
+            try Salvage.copyFile(directory.database, to: copy)
+            var st = stat()
+            if lstat(directory.wal, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size > 0 {
+                try Salvage.copyFile(directory.wal, to: copy + "-wal")
+            }
+        } catch {
+            Quarantine.removeEntry(scratch)
+            return false
+        }
+        defer { Quarantine.removeEntry(scratch) }
+        var writable = options
+        writable.create = false
+        writable.readOnly = false
+        do {
+            let queue = try DatabaseQueue(path: copy, keying: keying, options: writable, label: "index-repair")
+            _ = try queue.sync { db in try removeIndexFromSchema(db) }
+            queue.close()
+            let trial = try DatabaseQueue(path: copy, keying: keying, options: writable, label: "index-repair")
+            defer { trial.close() }
+            let confined = try trial.sync { db -> Bool in
+                // SQLite 3.15 answers one row holding several lines.
+                let lines = try db.texts("PRAGMA quick_check(10000)").flatMap { $0.split(separator: "\n").map(String.init) }
+                guard lines == ["ok"] || (!lines.isEmpty && lines.allSatisfy(isUnreferencedPage)) else { return false }
+                _ = try EncryptionMigration.export(db, to: rebuilt, keying: keying, engine: engine)
+                return true
+            }
+            guard confined else { return false }
+            let fresh = try DatabaseQueue(path: rebuilt, keying: keying, options: writable, label: "index-repair")
+            let intact = try fresh.sync { db -> Bool in
+                try db.transaction {
+                    try db.execute(SearchIndexSchema.createTable)
+                    try db.run("DELETE FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey))
+                }
+                try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                return try IntegrityCheck.run(db)
+            }
+            fresh.close()
+            guard intact else { return false }
+        } catch {
+            return false
+        }
+        CacheDirectory.remove(rebuilt + "-wal")
+        CacheDirectory.remove(rebuilt + "-shm")
+        CacheDirectory.remove(directory.wal)
+        CacheDirectory.remove(directory.shm)
+        guard rename(rebuilt, directory.database) == 0 else { return false }
+        try? SecureFiles.syncDirectory(directory.path)
+        return true
+    }
+
+    /// "Page N is never used" (and the header line SQLite may put before it).
+    static func isUnreferencedPage(_ line: String) -> Bool {
+        let text = line.trimmingCharacters(in: .whitespacesAndNewlines)
+        if text == "*** in database main ***" { return true }
+        guard text.hasPrefix("Page "), text.hasSuffix(" is never used") else { return false }
+        let number = text.dropFirst(5).dropLast(14)
+        return !number.isEmpty && number.allSatisfy(\.isNumber)
+    }
+
+    /// Deletes the index's rows from `sqlite_master` (its pages stay in the file, unreferenced)
+    /// and bumps the schema cookie so every connection reloads the schema. Answers whether the
+    /// index was there.
+    @discardableResult
+    static func removeIndexFromSchema(_ db: Database) throws -> Bool {
+        let placeholders = names.map { _ in "?" }.joined(separator: ", ")
+        let count = try db.prepare("SELECT count(*) FROM sqlite_master WHERE name IN (\(placeholders))")
+        try count.bind(names.map { .text($0) })
+        let present = try count.step() ? count.int64(0) : 0
+        guard present > 0 else { return false }
+        let cookie = try db.scalarInt("PRAGMA schema_version") ?? 0
+        try db.execute("PRAGMA writable_schema = ON")
+        defer { try? db.execute("PRAGMA writable_schema = OFF") }
+        try db.transaction {
+            let stmt = try db.prepare("DELETE FROM sqlite_master WHERE name IN (\(placeholders))")
+            try stmt.bind(names.map { .text($0) })
+            while try stmt.step() {}
+            try db.execute("PRAGMA schema_version = \(cookie + 1)")
+        }
+        return true
+    }
+}
