@@ -83,6 +83,22 @@ final class CachedSearchTests: XCTestCase {
         try assertIndexMatchesRows(h)
     }
 
+    /// A server page read over a cached row (the edit learnt only through a read) re-indexes it;
+    /// a page showing a message gone (deleted while away) takes it out of the index.
+    func testAServerPageOverCachedRowsReindexesThem() async throws {
+        let h = try ReadHarness()
+        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 3) { ["otter one", "heron two", "egret three"][$0] })
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 10) }.fetchPrevious()
+        try h.whileAway { try h.simulator.edit(ids[0], to: .text("badger four")) }
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 10) }.fetchPrevious()
+        let otter = try await found(h, "otter")
+        let badger = try await found(h, "badger")
+        XCTAssertEqual(otter, [], "the old words left with the server's copy")
+        XCTAssertEqual(badger, [ids[0]])
+        try assertIndexMatchesRows(h)
+    }
+
     /// Eviction deletes rows through the writer: their words go with them. `clearOfflineCache`
     /// empties the index with the rows, and what arrives afterwards is found again.
     func testEvictionAndClearAreReflectedAtOnce() async throws {
@@ -209,6 +225,43 @@ final class CachedSearchTests: XCTestCase {
             XCTAssertEqual(last, SearchIndexProgress(indexedMessages: 900, totalMessages: 900, isComplete: true))
             XCTAssertEqual(try db.scalarInt("SELECT count(*) FROM search_index_docsize"), 900, "no row twice")
         }
+    }
+
+    /// The index is inside the database, so it comes along wherever the database goes: a key
+    /// rotation (the file exported under the new key), an export and an import on top of a
+    /// cleared cache. Each reopen installs the writer's triggers again: a message arriving after
+    /// the import is found.
+    func testTheIndexComesAlongWithRotationExportAndImport() async throws {
+        let h = try ReadHarness()
+        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 40) { "lantern \($0)" })
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 50) }.fetchPrevious()
+        await h.vault.waitForSearchIndex()
+        func lanterns() async throws -> [Int] { try await found(h, "lantern").sorted() }
+        let before = try await lanterns()
+        XCTAssertEqual(before, ids)
+
+        _ = try await h.vault.rotateOfflineCacheKey()
+        let rotated = try await lanterns()
+        XCTAssertEqual(rotated, ids, "the index came along with the rotation")
+        XCTAssertEqual(h.vault.searchIndexProgress()?.isComplete, true)
+        try assertIndexMatchesRows(h)
+
+        let path = h.root.path + "/transfer.export"
+        let export = try await h.vault.exportOfflineCache(to: path)
+        try await h.vault.clearOfflineCacheAndWait()
+        let cleared = try await lanterns()
+        XCTAssertEqual(cleared, [])
+        _ = try await h.vault.importOfflineCache(from: path, secret: export.secret)
+        await h.vault.waitForSearchIndex()
+        let imported = try await lanterns()
+        XCTAssertEqual(imported, ids, "the index came along with the export")
+        try assertIndexMatchesRows(h)
+
+        let late = try h.simulator.postText("lantern arriving late", from: "bob", to: .user("alice"))
+        await waitUntil(10, "the new message cached") { h.callbacks.sync {}; return (try? h.cachedIds("alice_user_bob").contains(late)) ?? false }
+        let withLate = try await found(h, "arriving")
+        XCTAssertEqual(withLate, [late], "the reopened cache keeps its index")
     }
 
     // MARK: - Options, order, paging
