@@ -278,17 +278,38 @@ final class MatrixRelationTests: XCTestCase {
             XCTAssertEqual(messages[2].quotedMessageId, edited.id, "\(phase): the reply links the quoted message", file: file, line: line)
         }
 
+        // Local search after each phase: the edited message by its current words only (the old
+        // ones left the index), the reply by its own words (not the quoted fallback), never twice.
+        func searched(_ words: String) async throws -> [Int] {
+            try await d.vault.searchCachedMessages(words).hits.map(\.message.id)
+        }
+        func checkSearch(_ current: String, gone: [String], _ phase: String, file: StaticString = #filePath, line: UInt = #line) async throws {
+            await d.vault.waitForSearchIndex()
+            let page = await d.cached(.group(room))
+            guard let edited = page.first, page.count == 3 else { return XCTFail("\(phase): \(page.count) cached", file: file, line: line) }
+            let now = try await searched("\"\(current)\"")
+            XCTAssertEqual(now, [edited.id], "\(phase): the edited message by its words", file: file, line: line)
+            for old in gone {
+                let stale = try await searched("\"\(old)\"")
+                XCTAssertEqual(stale, [], "\(phase): \(old) left the index", file: file, line: line)
+            }
+            let reply = try await searched("reply")
+            XCTAssertEqual(reply, [page[2].id], "\(phase): the reply by its own words", file: file, line: line)
+        }
+
         // 1. The catch-up.
         try await d.restart(homeserver: try TestHomeserver.url())
         try await d.wait("the catch-up") { d.vault.getLastSyncTimestamp() > 0 }
         _ = try await d.vault.syncNow()
         await d.vault.waitForSyncIdle()
         try check(await d.cached(.group(room)), "after the catch-up")
+        try await checkSearch("edited text", gone: ["original text"], "after the catch-up")
 
         // 2. An online read: the server phase writes its page over the cached rows.
         let online = await d.request(.group(room)).fetchPrevious()
         try check(try online.server.get(), "the server phase as delivered")
         try check(await d.cached(.group(room)), "the cache after the server phase")
+        try await checkSearch("edited text", gone: ["original text"], "after the server phase")
 
         // 3. Realtime: a second edit, a reaction, and bob's reaction taken back.
         try await Task.sleep(for: .milliseconds(500)) // the long-poll is waiting on the server
@@ -305,6 +326,7 @@ final class MatrixRelationTests: XCTestCase {
             return (page.first as? TextMessage)?.text == "edited twice" && Self.counts(page.first) == realtimeCounts
         }
         try check(await d.cached(.group(room)), "after realtime", text: "edited twice", counts: realtimeCounts)
+        try await checkSearch("edited twice", gone: ["original text", "edited text"], "after realtime")
 
         // 4. A restart, then an online read again.
         try await d.restart(homeserver: try TestHomeserver.url())
@@ -312,6 +334,7 @@ final class MatrixRelationTests: XCTestCase {
         let again = await d.request(.group(room)).fetchPrevious()
         try check(try again.server.get(), "an online read after the restart", text: "edited twice", counts: realtimeCounts)
         try check(await d.cached(.group(room)), "the cache after that read", text: "edited twice", counts: realtimeCounts)
+        try await checkSearch("edited twice", gone: ["original text", "edited text"], "after a restart and a read")
 
         // Alice replies through the engine: Element sees a reply (relation and fallback), alice's
         // cache links it.
