@@ -70,8 +70,8 @@ final class SearchEngine: Sendable {
         } catch {
             throw CometChatException(.offlineMessagePersistFailed, "The cache could not be searched just now. Try again.")
         }
-        var (rows, progress) = read
-        if let known = index.progress(), !progress.isComplete, known.indexedMessages > progress.indexedMessages { progress = known }
+        var rows = read.0
+        let progress = read.1
         let more = rows.count > limit
         if more { rows.removeLast(rows.count - limit) }
         media.hydrate(rows.map(\.0))

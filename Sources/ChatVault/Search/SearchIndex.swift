@@ -31,6 +31,8 @@ final class SearchIndex: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
         /// Caches whose writer could not be set up (the index is not kept there this session).
         var unkept: Set<ObjectIdentifier> = []
+        /// Caches whose build is running.
+        var building: Set<ObjectIdentifier> = []
     }
 
     private let session: VaultSession
@@ -109,13 +111,15 @@ final class SearchIndex: Sendable {
     /// Starts the background build for `cache` (after ready). Reports progress to the listeners.
     func startBuild(_ cache: VaultCache) {
         guard isKept(cache) else { return }
+        let first = state.withLock { $0.building.insert(ObjectIdentifier(cache)).inserted }
+        guard first else { return }
         Task.detached(priority: .utility) { [weak self] in await self?.build(cache) }
     }
 
-    /// How far the index of the open cache is, or nil when none is open.
+    /// How far the index of the open cache is, read from the file (counts, not rows), or nil
+    /// when none is open.
     func progress() -> SearchIndexProgress? {
         guard let cache = session.openCache else { return nil }
-        if let known = state.withLock({ $0.progress[ObjectIdentifier(cache)] }) { return known }
         return try? cache.reader.sync { db in try Self.measure(db) }
     }
 
@@ -123,16 +127,13 @@ final class SearchIndex: Sendable {
     func waitUntilBuilt() async {
         await withCheckedContinuation { continuation in
             let now = state.withLock { s -> Bool in
-                guard let cache = session.openCache, s.progress[ObjectIdentifier(cache)]?.isComplete != true,
-                      isKeptLocked(s, cache) else { return true }
+                guard let cache = session.openCache, s.building.contains(ObjectIdentifier(cache)) else { return true }
                 s.waiters.append(continuation)
                 return false
             }
             if now { continuation.resume() }
         }
     }
-
-    private func isKeptLocked(_ s: State, _ cache: VaultCache) -> Bool { !s.unkept.contains(ObjectIdentifier(cache)) }
 
     /// The cache closed: nobody waits for its build any more.
     func closed(_ cache: VaultCache) {
@@ -172,13 +173,15 @@ final class SearchIndex: Sendable {
                 // later, while the cache is still open (never a reset, never a loss: the index is
                 // derived, and the batch rolled back).
                 failures += 1
-                guard session.openCache === cache, failures < 50 else { return }
+                // After 50 failures in a row this session gives up (the next open builds on from
+                // the recorded cursor); whoever waits is told.
+                guard session.openCache === cache, failures < 50 else { break }
                 try? await Task.sleep(for: .milliseconds(min(2_000, 50 * failures)))
             }
             await Task.yield()
         }
         let woken = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-            guard s.progress[id]?.isComplete == true || session.openCache !== cache else { return [] }
+            s.building.remove(id)
             defer { s.waiters = [] }
             return s.waiters
         }
