@@ -212,6 +212,34 @@ func cachedDataPageSample() {
 
 // MARK: Another backend's credentials, an uninstall
 
+/// Local search as an app writes it: options, the first page, highlights, the next page, the
+/// index's progress heard.
+final class IndexBar: SearchIndexListener {
+    func onSearchIndexProgress(_ progress: SearchIndexProgress) { print("indexed \(Int(progress.fraction * 100)) %") }
+}
+
+func searchSample(_ vault: OfflineVault) async {
+    var options = CachedSearchOptions()
+    options.conversation = .group("hiking")
+    options.order = .relevance
+    vault.addSearchIndexListener("bar", IndexBar())
+    do {
+        let page: CachedSearchPage = try await vault.searchCachedMessages("trail \"map room\" -closed", options: options)
+        for hit in page.hits {
+            let marked = hit.snippetMatches.map { String(hit.snippet[$0]) }
+            print(hit.message.id, hit.snippet, marked)
+        }
+        if let next = page.nextCursor {
+            options.cursor = next
+            _ = try await vault.searchCachedMessages("trail", options: options)
+        }
+        if !page.indexComplete { print("still indexing: \(page.indexProgress)") }
+    } catch {
+        if error.code == .invalidSearchQuery { print("nothing to look for: \(error.details ?? "")") }
+    }
+    CometChat.searchCachedMessages("trail", onSuccess: { print($0.hits.count) }, onError: { print($0.errorCode) })
+}
+
 func elsewhere() throws -> (MatrixSessionStore, Int) {
     let sessions = MatrixSessionStore(store: SecretServiceKeyStore(), applicationId: "org.example.outside")
     // Uninstalling: the app's keys go with it.
