@@ -67,6 +67,20 @@ enum Salvage {
     /// private copy, read under `keying` (an encrypted copy's page size is its profile's; a
     /// plaintext one's, its header's).
     static func run(directory: CacheDirectory, keying: ConnectionKeying, options: ConnectionOptions) throws(CopyFailed) -> Result {
+        let (scratch, copy): (String, String)
+        do throws(SecureFileError) {
+            (scratch, copy) = try privateCopy(of: directory)
+        } catch {
+            throw CopyFailed(error: error)
+        }
+        defer { Quarantine.removeEntry(scratch) }
+        return readCopy(copy, keying: keying, options: options)
+    }
+
+    /// Copies `cache.db` and its WAL (when there is one) into a new private scratch directory
+    /// under `quarantine/` (0700, files 0600). Answers the directory (the caller removes it with
+    /// `Quarantine.removeEntry`) and the copy's path; on failure nothing is left behind.
+    static func privateCopy(of directory: CacheDirectory) throws(SecureFileError) -> (scratch: String, copy: String) {
         let scratch = "\(directory.quarantine)/\(scratchPrefix)\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
         let copy = "\(scratch)/cache.db"
         do throws(SecureFileError) {
@@ -79,10 +93,9 @@ enum Salvage {
             }
         } catch {
             Quarantine.removeEntry(scratch)
-            throw CopyFailed(error: error)
+            throw error
         }
-        defer { Quarantine.removeEntry(scratch) }
-        return readCopy(copy, keying: keying, options: options)
+        return (scratch, copy)
     }
 
     /// Removes scratch directories a crash left behind (plaintext copies are scrubbed).

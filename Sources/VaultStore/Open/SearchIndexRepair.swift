@@ -25,21 +25,13 @@ enum SearchIndexRepair {
     static let names = [SearchIndexSchema.table] + SearchIndexSchema.shadowTables
 
     static func repair(directory: CacheDirectory, keying: ConnectionKeying, options: ConnectionOptions, engine: CipherEngine) -> Bool {
-        let scratch = "\(directory.quarantine)/\(Salvage.scratchPrefix)\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
-        let copy = "\(scratch)/cache.db"
-        let rebuilt = "\(scratch)/rebuilt.db"
+        let (scratch, copy): (String, String)
         do throws(SecureFileError) {
-            try SecureFiles.ensureDirectory(directory.quarantine)
-            try SecureFiles.ensureDirectory(scratch)
-            try Salvage.copyFile(directory.database, to: copy)
-            var st = stat()
-            if lstat(directory.wal, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size > 0 {
-                try Salvage.copyFile(directory.wal, to: copy + "-wal")
-            }
+            (scratch, copy) = try Salvage.privateCopy(of: directory)
         } catch {
-            Quarantine.removeEntry(scratch)
             return false
         }
+        let rebuilt = "\(scratch)/rebuilt.db"
         defer { Quarantine.removeEntry(scratch) }
         var writable = options
         writable.create = false
