@@ -102,7 +102,7 @@ final class SearchCommandTests: XCTestCase {
             let (check, cursor, missing, orphans, indexed, rows) = try db.sync { db -> (String?, String?, Int64?, Int64?, Int64?, Int64?) in
                 let cursor = try db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey))
                 let bound = cursor == "complete" ? Int64.max : cursor.flatMap { Int64($0) } ?? Int64.min
-                return (try db.scalarText("PRAGMA quick_check"), cursor,
+                return (try IntegrityCheck.problems(db).isEmpty ? "ok" : "damaged", cursor,
                         try db.scalarInt("""
                             SELECT count(*) FROM messages m WHERE m.row_id <= ?
                               AND NOT EXISTS (SELECT 1 FROM search_index_docsize d WHERE d.docid = m.row_id)

@@ -43,9 +43,7 @@ enum SearchIndexRepair {
             let trial = try DatabaseQueue(path: copy, keying: keying, options: writable, label: "index-repair")
             defer { trial.close() }
             let confined = try trial.sync { db -> Bool in
-                // SQLite 3.15 answers one row holding several lines.
-                let lines = try db.texts("PRAGMA quick_check(10000)").flatMap { $0.split(separator: "\n").map(String.init) }
-                guard lines == ["ok"] || (!lines.isEmpty && lines.allSatisfy(isUnreferencedPage)) else { return false }
+                guard try IntegrityCheck.problems(db).allSatisfy(isUnreferencedPage) else { return false }
                 _ = try EncryptionMigration.export(db, to: rebuilt, keying: keying, engine: engine)
                 return true
             }
