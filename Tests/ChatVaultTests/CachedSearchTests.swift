@@ -476,6 +476,17 @@ final class SearchIndexDamageTests: XCTestCase {
         func onOfflineCacheReset(_ reason: OfflineCacheResetReason, _ pendingMessagesLost: Int) { calls.withLock { $0 += 1 } }
     }
 
+    /// The repair accepts only pages nothing references, as either engine words it.
+    func testOnlyUnreferencedPagesAsEitherEngineReportsThemPassTheRepairsTrial() {
+        for line in ["*** in database main ***", "Page 31 is never used", "Page 7: never used"] {
+            XCTAssertTrue(SearchIndexRepair.isUnreferencedPage(line), line)
+        }
+        for line in ["Page 31: btreeInitPage() returns error code 11", "On tree page 4 cell 2: invalid page number 99",
+                     "Page x is never used", "Page : never used", "row 3 missing from index messages_by_time", "ok"] {
+            XCTAssertFalse(SearchIndexRepair.isUnreferencedPage(line), line)
+        }
+    }
+
     func testADamagedIndexPageFoundDuringTheOpenIsRepairedNotReset() async throws {
         let (h, ids, directory) = try await damagedIndexCache()
         let resets = Resets()

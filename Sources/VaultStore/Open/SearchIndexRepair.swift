@@ -20,7 +20,7 @@ import VaultKeys
 /// Anything else (damage elsewhere, an error on the way) answers `false` with the live files as
 /// they were: the usual reset follows. A kill before the rename leaves the scratch directory (removed
 /// by the next salvage or repair) and the damaged cache, which the next open repairs again.
-enum SearchIndexRepair {
+package enum SearchIndexRepair {
     /// The schema rows of the index: the FTS4 table and its own tables.
     static let names = [SearchIndexSchema.table] + SearchIndexSchema.shadowTables
 
@@ -71,12 +71,20 @@ enum SearchIndexRepair {
         return true
     }
 
-    /// "Page N is never used" (and the header line SQLite may put before it).
-    static func isUnreferencedPage(_ line: String) -> Bool {
+    /// "Page N is never used" (SQLite 3.15), "Page N: never used" (newer SQLite, SQLCipher 4.x), and
+    /// the header line SQLite may put before them.
+    package static func isUnreferencedPage(_ line: String) -> Bool {
         let text = line.trimmingCharacters(in: .whitespacesAndNewlines)
         if text == "*** in database main ***" { return true }
-        guard text.hasPrefix("Page "), text.hasSuffix(" is never used") else { return false }
-        let number = text.dropFirst(5).dropLast(14)
+        guard text.hasPrefix("Page ") else { return false }
+        let number: Substring
+        if text.hasSuffix(" is never used") {
+            number = text.dropFirst(5).dropLast(14)
+        } else if text.hasSuffix(": never used") {
+            number = text.dropFirst(5).dropLast(12)
+        } else {
+            return false
+        }
         return !number.isEmpty && number.allSatisfy(\.isNumber)
     }
 
