@@ -671,7 +671,7 @@ char *cv_search_page_get_text(const cv_search_page *page, size_t index, cv_error
 /* A short excerpt of the text around the first match (about 12 words, "…" where cut); cv_free. */
 char *cv_search_page_get_snippet(const cv_search_page *page, size_t index, cv_error **error);
 /* Where the query's words are in the hit's text or snippet, in order: *matches_out a new array of
- * *count_out cv_search_match (cv_free), or NULL with *count_out 0 when there is none. Returns false
+ * *count_out matches, freed with cv_free(), or NULL with *count_out 0 when there is none. Returns false
  * with *error (outputs NULL and 0) for a bad handle, index or field. */
 bool cv_search_page_get_matches(const cv_search_page *page, size_t index, cv_search_field field, cv_search_match **matches_out,
                                 size_t *count_out, cv_error **error);
