@@ -313,12 +313,13 @@ public func cvVaultSearchCachedMessages(_ vault: OpaquePointer?, _ query: Unsafe
     let search = SearchCallback(callback: callback, userData: userData, destroy: destroy)
     // Registered before the search starts: its answer (on the dispatching thread) always finds it.
     let id = box.add(search)
-    box.vault.searchCachedMessages(query, options: options, onSuccess: { page in
+    // The box weakly, as a send's and a download's closures hold it (the engine holds them).
+    box.vault.searchCachedMessages(query, options: options, onSuccess: { [weak box] page in
         search.finish(.success(page))
-        _ = box.remove(id)
-    }, onError: { error in
+        _ = box?.remove(id)
+    }, onError: { [weak box] error in
         search.finish(.failure(error))
-        _ = box.remove(id)
+        _ = box?.remove(id)
     })
     return true
 }
