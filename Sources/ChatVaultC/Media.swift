@@ -151,14 +151,15 @@ public func cvVaultDownloadMedia(_ vault: OpaquePointer?, _ url: UnsafePointer<C
     let download = DownloadCallback(progress: progress, done: done, userData: userData, destroy: destroy)
     // Registered before the download starts: its end (on the dispatching thread) always finds it.
     let id = box.add(download)
+    // The box weakly: the engine holds these closures until the download ends, and the box holds the engine.
     box.vault.downloadMedia(url: url, messageServerId: serverId, onProgress: { percent in
         download.report(percent)
-    }, onSuccess: { path in
+    }, onSuccess: { [weak box] path in
         download.finish(.success(path))
-        _ = box.remove(id)
-    }, onError: { error in
+        _ = box?.remove(id)
+    }, onError: { [weak box] error in
         download.finish(.failure(error))
-        _ = box.remove(id)
+        _ = box?.remove(id)
     })
     return true
 }

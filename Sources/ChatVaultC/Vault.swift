@@ -159,7 +159,9 @@ final class SendCallback: @unchecked Sendable {
 /// A send's closures for the engine, the same for every kind (`cv_vault_send_text`'s rule): each
 /// stage to the C callback; "sent" is the last stage, and so is any error but
 /// ERROR_INTERNET_UNAVAILABLE (queued: "sent" follows on reconnect). The error stage shows the
-/// message as the engine stamped it (its local id, its status).
+/// message as the engine stamped it (its local id, its status). The closures hold the box weakly:
+/// the engine keeps a queued send's closures (for its "sent" on reconnect) and the box holds the
+/// engine, so a strong capture kept a vault freed with a queued send alive for the process's life.
 enum CSend {
     static func start<Message: BaseMessage>(_ box: VaultBox, _ message: Message, _ callback: cv_send_callback,
                                             _ userData: UnsafeMutableRawPointer?, _ destroy: cv_destroy_notify?,
@@ -167,16 +169,16 @@ enum CSend {
                                                      @escaping @Sendable (CometChatException?) -> Void) -> Void) {
         let stages = SendCallback(callback: callback, destroy: destroy, userData: userData)
         let id = box.track(stages)
-        send(message, { m in
-            box.name(id, localId: m.localMessageId)
+        send(message, { [weak box] m in
+            box?.name(id, localId: m.localMessageId)
             stages.stage("pending", m, nil)
-        }, { m in
+        }, { [weak box] m in
             stages.stage("sent", m, nil)
-            box.finish(id)
-        }, { error in
+            box?.finish(id)
+        }, { [weak box] error in
             let failure = error ?? CometChatException(errorCode: "ERR_UNKNOWN", errorDescription: "the send failed")
             stages.stage("error", message, failure)
-            if failure.errorCode != CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE { box.finish(id) }
+            if failure.errorCode != CometChatConstants.Errors.ERROR_INTERNET_UNAVAILABLE { box?.finish(id) }
         })
     }
 }

@@ -66,6 +66,79 @@ namespace ChatVault {
 	[CCode (cname = "cv_outbox_callback", has_target = true)]
 	public delegate void OutboxCallback (OutboxEvent event, string message_json, FailureReason reason);
 
+	[CCode (cname = "cv_search_order", cprefix = "CV_SEARCH_ORDER_", has_type_id = false)]
+	public enum SearchOrder { NEWEST_FIRST, OLDEST_FIRST, RELEVANCE }
+
+	[CCode (cname = "cv_search_field", cprefix = "CV_SEARCH_FIELD_", has_type_id = false)]
+	public enum SearchField { TEXT, SNIPPET }
+
+	/* A word found: `length` bytes from byte `start` (as Vala's string.substring counts). */
+	[CCode (cname = "cv_search_match", has_type_id = false)]
+	public struct SearchMatch {
+		public size_t start;
+		public size_t length;
+	}
+
+	[CCode (cname = "cv_search_callback", has_target = true)]
+	public delegate void SearchCallback (owned SearchPage? page, ChatVault.Error? error);
+	[CCode (cname = "cv_search_index_callback", has_target = true)]
+	public delegate void SearchIndexCallback (int64 indexed, int64 total, bool complete);
+
+	/* Where the next page of a search starts (SearchPage.get_next_cursor). */
+	[Compact]
+	[CCode (cname = "cv_search_cursor", free_function = "cv_search_cursor_free", has_type_id = false)]
+	public class SearchCursor {
+		[CCode (cname = "cv_search_cursor_copy")]
+		public SearchCursor? copy (out ChatVault.Error? error = null);
+	}
+
+	/* What a local search looks in and how its results come (copied by each search). */
+	[Compact]
+	[CCode (cname = "cv_search_options", free_function = "cv_search_options_free", has_type_id = false)]
+	public class SearchOptions {
+		[CCode (cname = "cv_search_options_new")]
+		public SearchOptions ();
+		[CCode (cname = "cv_search_options_set_conversation")]
+		public bool set_conversation (ReceiverType type, string? id, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_search_options_set_sender")]
+		public bool set_sender (string? uid, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_search_options_set_categories")]
+		public bool set_categories ([CCode (array_length = false, array_null_terminated = true)] string[]? categories,
+		                            out ChatVault.Error? error = null);
+		[CCode (cname = "cv_search_options_set_types")]
+		public bool set_types ([CCode (array_length = false, array_null_terminated = true)] string[]? types,
+		                       out ChatVault.Error? error = null);
+		[CCode (cname = "cv_search_options_set_time_range")]
+		public bool set_time_range (int64 sent_after, int64 sent_before, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_search_options_set_order")]
+		public bool set_order (SearchOrder order, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_search_options_set_limit")]
+		public bool set_limit (int limit, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_search_options_set_cursor")]
+		public bool set_cursor (SearchCursor? cursor, out ChatVault.Error? error = null);
+	}
+
+	/* A page of local search results (independent of its vault). */
+	[Compact]
+	[CCode (cname = "cv_search_page", free_function = "cv_search_page_free", has_type_id = false)]
+	public class SearchPage {
+		[CCode (cname = "cv_search_page_get_hit_count")]
+		public size_t get_hit_count ();
+		[CCode (cname = "cv_search_page_get_message")]
+		public string? get_message (size_t index, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_search_page_get_text")]
+		public string? get_text (size_t index, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_search_page_get_snippet")]
+		public string? get_snippet (size_t index, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_search_page_get_matches")]
+		public bool get_matches (size_t index, SearchField field, [CCode (array_length_type = "size_t")] out SearchMatch[]? matches,
+		                         out ChatVault.Error? error = null);
+		[CCode (cname = "cv_search_page_get_next_cursor")]
+		public SearchCursor? get_next_cursor (out ChatVault.Error? error = null);
+		[CCode (cname = "cv_search_page_get_index_progress")]
+		public bool get_index_progress (out int64 indexed, out int64 total, out bool complete, out ChatVault.Error? error = null);
+	}
+
 	[Compact]
 	[CCode (cname = "cv_simulator", free_function = "cv_simulator_free", has_type_id = false)]
 	public class Simulator {
@@ -175,6 +248,19 @@ namespace ChatVault {
 		public string? export_cache_sync (string path, int secret_fd, out ChatVault.Error? error = null);
 		[CCode (cname = "cv_vault_import_cache_sync")]
 		public string? import_cache_sync (string path, int secret_fd, out ChatVault.Error? error = null);
+
+		/* Local search of the cached messages (offline too). */
+		[CCode (cname = "cv_vault_search_cached_messages")]
+		public bool search_cached_messages (string query, SearchOptions? options, owned SearchCallback callback,
+		                                    out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_search_cached_messages_sync")]
+		public SearchPage? search_cached_messages_sync (string query, SearchOptions? options, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_get_search_index_progress")]
+		public bool get_search_index_progress (out int64 indexed, out int64 total, out bool complete, out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_wait_for_search_index_sync")]
+		public bool wait_for_search_index_sync (out ChatVault.Error? error = null);
+		[CCode (cname = "cv_vault_add_search_index_listener")]
+		public uint add_search_index_listener (owned SearchIndexCallback callback, out ChatVault.Error? error = null);
 
 		[CCode (cname = "cv_vault_get_pending_messages_sync")]
 		public string? get_pending_messages_sync (out ChatVault.Error? error = null);

@@ -9,6 +9,7 @@
             state, detail = vault.login("alice")
             page = vault.fetch_messages("bob")                 # {"cached": [...], "server": [...], "serverError": ...}
             sent = await vault.send_text("bob", "hi")          # resolves on "sent" (with an asyncio loop attached)
+            found = vault.search("train", conversation="bob")  # a SearchPage of the cached messages, offline too
 
 Errors raise ChatVaultError (its .domain and .code are the C error's). Callbacks run only when the
 vault is dispatched: vault.attach_asyncio() (the running loop reads the vault's descriptor) or
@@ -23,7 +24,7 @@ import json
 import os
 import subprocess
 
-__all__ = ["ChatVaultError", "OpenState", "ResetReason", "Simulator", "Vault", "library"]
+__all__ = ["ChatVaultError", "OpenState", "ResetReason", "SearchCursor", "SearchPage", "Simulator", "Vault", "library"]
 
 
 class ChatVaultError(Exception):
@@ -76,6 +77,12 @@ _MESSAGE = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_voi
 _PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p)
 _DOWNLOAD = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.POINTER(_Error), ctypes.c_void_p)
 _SYNC = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(_Error), ctypes.c_void_p)
+_SEARCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(_Error), ctypes.c_void_p)
+_SEARCH_INDEX = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_bool, ctypes.c_void_p)
+
+
+class _Match(ctypes.Structure):
+    _fields_ = [("start", ctypes.c_size_t), ("length", ctypes.c_size_t)]
 
 
 def _find():
@@ -141,6 +148,34 @@ _cached_media = _sig("cv_vault_get_cached_media_path", ctypes.c_void_p, _V, ctyp
 _download = _sig("cv_vault_download_media", ctypes.c_bool, _V, ctypes.c_char_p, ctypes.c_int64, _PROGRESS, _DOWNLOAD,
                  ctypes.c_void_p, _DESTROY, _ErrorOut)
 _add_sync = _sig("cv_vault_add_sync_listener", ctypes.c_uint, _V, _SYNC, ctypes.c_void_p, _DESTROY, _ErrorOut)
+_cursor_copy = _sig("cv_search_cursor_copy", _V, _V, _ErrorOut)
+_cursor_free = _sig("cv_search_cursor_free", None, _V)
+_options_new = _sig("cv_search_options_new", _V)
+_options_free = _sig("cv_search_options_free", None, _V)
+_options_conversation = _sig("cv_search_options_set_conversation", ctypes.c_bool, _V, ctypes.c_int, ctypes.c_char_p, _ErrorOut)
+_options_sender = _sig("cv_search_options_set_sender", ctypes.c_bool, _V, ctypes.c_char_p, _ErrorOut)
+_options_categories = _sig("cv_search_options_set_categories", ctypes.c_bool, _V, ctypes.POINTER(ctypes.c_char_p), _ErrorOut)
+_options_types = _sig("cv_search_options_set_types", ctypes.c_bool, _V, ctypes.POINTER(ctypes.c_char_p), _ErrorOut)
+_options_time = _sig("cv_search_options_set_time_range", ctypes.c_bool, _V, ctypes.c_int64, ctypes.c_int64, _ErrorOut)
+_options_order = _sig("cv_search_options_set_order", ctypes.c_bool, _V, ctypes.c_int, _ErrorOut)
+_options_limit = _sig("cv_search_options_set_limit", ctypes.c_bool, _V, ctypes.c_int, _ErrorOut)
+_options_cursor = _sig("cv_search_options_set_cursor", ctypes.c_bool, _V, _V, _ErrorOut)
+_page_free = _sig("cv_search_page_free", None, _V)
+_page_count = _sig("cv_search_page_get_hit_count", ctypes.c_size_t, _V)
+_page_message = _sig("cv_search_page_get_message", ctypes.c_void_p, _V, ctypes.c_size_t, _ErrorOut)
+_page_text = _sig("cv_search_page_get_text", ctypes.c_void_p, _V, ctypes.c_size_t, _ErrorOut)
+_page_snippet = _sig("cv_search_page_get_snippet", ctypes.c_void_p, _V, ctypes.c_size_t, _ErrorOut)
+_page_matches = _sig("cv_search_page_get_matches", ctypes.c_bool, _V, ctypes.c_size_t, ctypes.c_int,
+                     ctypes.POINTER(ctypes.POINTER(_Match)), ctypes.POINTER(ctypes.c_size_t), _ErrorOut)
+_page_cursor = _sig("cv_search_page_get_next_cursor", _V, _V, _ErrorOut)
+_page_progress = _sig("cv_search_page_get_index_progress", ctypes.c_bool, _V, ctypes.POINTER(ctypes.c_int64),
+                      ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_bool), _ErrorOut)
+_search = _sig("cv_vault_search_cached_messages", ctypes.c_bool, _V, ctypes.c_char_p, _V, _SEARCH, ctypes.c_void_p, _DESTROY, _ErrorOut)
+_search_sync = _sig("cv_vault_search_cached_messages_sync", _V, _V, ctypes.c_char_p, _V, _ErrorOut)
+_index_progress = _sig("cv_vault_get_search_index_progress", ctypes.c_bool, _V, ctypes.POINTER(ctypes.c_int64),
+                       ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_bool), _ErrorOut)
+_index_wait = _sig("cv_vault_wait_for_search_index_sync", ctypes.c_bool, _V, _ErrorOut)
+_add_search_index = _sig("cv_vault_add_search_index_listener", ctypes.c_uint, _V, _SEARCH_INDEX, ctypes.c_void_p, _DESTROY, _ErrorOut)
 _fd = _sig("cv_vault_get_fd", ctypes.c_int, _V)
 _dispatch = _sig("cv_vault_dispatch", ctypes.c_uint, _V)
 
@@ -221,6 +256,91 @@ class Simulator:
         self.close()
 
 
+class SearchCursor:
+    """Where the next page of a search starts (cv_search_cursor): SearchPage.next_cursor, given back
+    to Vault.search(..., cursor=...) with the same query and options."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def close(self):
+        if self._handle:
+            _cursor_free(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        if _cursor_free is not None:  # not at interpreter shutdown
+            self.close()
+
+
+class SearchPage:
+    """A page of local search results, read out of a cv_search_page (which is freed at once).
+
+    hits: a list of dicts {"message": message dict, "text", "snippet", "matches", "snippet_matches"},
+    the matches as (start, length) pairs of str indices into "text" and "snippet" (the C API's UTF-8
+    byte offsets converted): text[start:start + length] is the word found. next_cursor: a
+    SearchCursor, or None on the last page. index_complete, indexed_messages, total_messages: how far
+    the index was built when the search ran."""
+
+    ORDERS = {"newest": 0, "oldest": 1, "relevance": 2}
+
+    def __init__(self, handle):
+        try:
+            self.hits = [self._hit(handle, i) for i in range(_page_count(handle))]
+            cursor = _call(_page_cursor, handle)
+            self.next_cursor = SearchCursor(cursor) if cursor else None
+            indexed, total, complete = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_bool()
+            _call(_page_progress, handle, ctypes.byref(indexed), ctypes.byref(total), ctypes.byref(complete))
+            self.indexed_messages, self.total_messages, self.index_complete = indexed.value, total.value, complete.value
+        finally:
+            _page_free(handle)
+
+    @staticmethod
+    def _matches(handle, index, field, text):
+        marks, count = ctypes.POINTER(_Match)(), ctypes.c_size_t()
+        _call(_page_matches, handle, index, field, ctypes.byref(marks), ctypes.byref(count))
+        try:
+            raw = text.encode()
+            # Byte offsets into the UTF-8 → indices into the str.
+            return [(len(raw[:m.start].decode()), len(raw[m.start:m.start + m.length].decode()))
+                    for m in (marks[k] for k in range(count.value))]
+        finally:
+            _free(marks)
+
+    @classmethod
+    def _hit(cls, handle, index):
+        text = _text(_call(_page_text, handle, index))
+        snippet = _text(_call(_page_snippet, handle, index))
+        return {"message": json.loads(_text(_call(_page_message, handle, index))), "text": text, "snippet": snippet,
+                "matches": cls._matches(handle, index, 0, text), "snippet_matches": cls._matches(handle, index, 1, snippet)}
+
+
+def _search_options(conversation=None, group=False, sender=None, categories=None, types=None, sent_after=0, sent_before=0,
+                    order="newest", limit=20, cursor=None):
+    """A cv_search_options from Vault.search's keyword arguments (the caller frees it)."""
+    if order not in SearchPage.ORDERS:
+        raise ValueError("order is one of " + ", ".join(SearchPage.ORDERS))
+    options = _options_new()
+    try:
+        if conversation is not None:
+            _call(_options_conversation, options, GROUP if group else USER, _b(conversation))
+        if sender is not None:
+            _call(_options_sender, options, _b(sender))
+        for setter, values in ((_options_categories, categories), (_options_types, types)):
+            if values:
+                array = (ctypes.c_char_p * (len(values) + 1))(*[_b(v) for v in values], None)
+                _call(setter, options, array)
+        _call(_options_time, options, sent_after, sent_before)
+        _call(_options_order, options, SearchPage.ORDERS[order])
+        _call(_options_limit, options, limit)
+        if cursor is not None:
+            _call(_options_cursor, options, cursor._handle)
+    except BaseException:
+        _options_free(options)
+        raise
+    return options
+
+
 class Request:
     """A paged, two-phase read (cv_request) that remembers where it is: made by Vault.request()."""
 
@@ -298,6 +418,65 @@ class Vault:
 
     def get_conversation(self, with_id, group=False):
         return json.loads(_text(_call(_get_conversation, self._handle, GROUP if group else USER, _b(with_id))))
+
+    # -- local search
+    def search(self, query, **options):
+        """Searches the cached messages (offline too): a SearchPage. Options: conversation (a uid,
+        or a guid with group=True), sender, categories, types, sent_after, sent_before (seconds),
+        order ("newest", "oldest", "relevance"), limit (1…100), cursor (a page's next_cursor)."""
+        handle = _search_options(**options)
+        try:
+            return SearchPage(_call(_search_sync, self._handle, _b(query), handle))
+        finally:
+            _options_free(handle)
+
+    def search_async(self, query, on_page=None, **options):
+        """The search through the vault's dispatch: with an asyncio loop attached, answers a future
+        resolved with the SearchPage (or failed with ChatVaultError); on_page(page, error) hears it
+        either way."""
+        future = self._loop.create_future() if self._loop is not None else None
+        key = None
+
+        def answer(page, error, _):
+            result, err = (SearchPage(page) if page else None), _exception(error)
+            if on_page is not None:
+                on_page(result, err)
+            if future is not None and not future.done():
+                if err is not None:
+                    future.set_exception(err)
+                else:
+                    future.set_result(result)
+
+        c_answer = _SEARCH(answer)
+        c_destroy = _DESTROY(lambda _: self._callbacks.pop(key, None))
+        key = self._keep(c_answer, c_destroy)
+        handle = _search_options(**options)
+        try:
+            _call(_search, self._handle, _b(query), handle, c_answer, None, c_destroy)
+        except ChatVaultError:
+            self._callbacks.pop(key, None)
+            raise
+        finally:
+            _options_free(handle)
+        return future
+
+    def search_index_progress(self):
+        """(indexed messages, cached messages, complete) of the open cache's search index."""
+        indexed, total, complete = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_bool()
+        _call(_index_progress, self._handle, ctypes.byref(indexed), ctypes.byref(total), ctypes.byref(complete))
+        return indexed.value, total.value, complete.value
+
+    def wait_for_search_index(self):
+        """Blocks until every cached message is in the search index."""
+        _call(_index_wait, self._handle)
+
+    def on_search_index(self, function):
+        """function(indexed, total, complete): the index's background build; answers the listener id."""
+        c = _SEARCH_INDEX(lambda indexed, total, complete, _: function(indexed, total, bool(complete)))
+        key = self._keep(c)
+        listener = _call(_add_search_index, self._handle, c, None, ctypes.cast(None, _DESTROY))
+        self._callbacks[("listener", listener)] = self._callbacks.pop(key)
+        return listener
 
     # -- callbacks
     def _keep(self, *callbacks):

@@ -233,3 +233,61 @@ def test_media_custom_and_the_sync_listener_on_asyncio(server, tmp_path):
             assert all(error is None for _, _, error in phases)
 
     asyncio.run(main())
+
+
+def test_local_search_pages_highlights_and_errors(server, tmp_path):
+    ids = [server.post_text("bob", "alice", f"train {i} to the Crème brûlée café") for i in range(5)]
+    server.post_text("bob", "alice", "東京駅で会いましょう")
+
+    async def main():
+        with chatvault.Vault(server, "alice", **settings(tmp_path)) as vault:
+            vault.attach_asyncio()
+            progress = []
+            vault.on_search_index(lambda indexed, total, complete: progress.append((indexed, total, complete)))
+            assert vault.login("alice")[0] == chatvault.OpenState.READY
+            vault.fetch_messages("bob")  # the server phase caches them
+            vault.wait_for_search_index()
+            assert vault.search_index_progress()[2] is True
+            for _ in range(200):
+                if progress and progress[-1][2]:
+                    break
+                await asyncio.sleep(0.02)
+            assert progress and progress[-1][2] and progress[-1][0] == progress[-1][1]
+
+            page = vault.search("brulee", conversation="bob", limit=2)
+            assert page.index_complete and page.indexed_messages == page.total_messages == 6
+            seen = []
+            while True:
+                for hit in page.hits:
+                    seen.append(hit["message"]["id"])
+                    for text, marks in ((hit["text"], hit["matches"]), (hit["snippet"], hit["snippet_matches"])):
+                        assert [text[start:start + length] for start, length in marks] == ["brûlée"]
+                if page.next_cursor is None:
+                    break
+                page = vault.search("brulee", conversation="bob", limit=2, cursor=page.next_cursor)
+            assert sorted(seen) == ids
+            oldest = vault.search("cafe", order="oldest", limit=100)
+            assert [h["message"]["id"] for h in oldest.hits] == ids
+            assert [h["text"][s:s + n] for h in oldest.hits for s, n in h["matches"]] == ["café"] * 5
+            tokyo = vault.search("東京").hits
+            assert len(tokyo) == 1 and [tokyo[0]["text"][s:s + n] for s, n in tokyo[0]["matches"]] == ["東京"]
+            assert vault.search("train", types=["image"]).hits == []
+            assert len(vault.search("train", sender="bob", categories=["message"], order="relevance").hits) == 5
+
+            for hostile in ["", "  ", "-train", "x" * 2000]:
+                with pytest.raises(chatvault.ChatVaultError) as refused:
+                    vault.search(hostile)
+                assert refused.value.code == "ERROR_INVALID_SEARCH_QUERY" and refused.value.domain == "chatvault"
+            assert vault.search('"; DROP TABLE messages; -- NEAR(*)').hits == []
+            with pytest.raises(chatvault.ChatVaultError) as bad:
+                vault.search("train", limit=0)
+            assert bad.value.code == "ERR_INVALID_ARGUMENT"
+
+            # The asynchronous form, on the loop.
+            found = await asyncio.wait_for(vault.search_async("train", limit=3), 20)
+            assert len(found.hits) == 3 and found.next_cursor is not None
+            with pytest.raises(chatvault.ChatVaultError) as refused:
+                await asyncio.wait_for(vault.search_async("-train"), 20)
+            assert refused.value.code == "ERROR_INVALID_SEARCH_QUERY"
+
+    asyncio.run(main())

@@ -111,6 +111,55 @@ int main (string[] args) {
 		MainContext.default ().iteration (false);
 	check (forced && ChatVault.SyncEvent.MESSAGES_COMPLETED in events, "the sync listener heard a forced sweep");
 
+	/* Local search: matches as byte offsets (string.substring's), two pages through the cursor, a
+	 * query error, the asynchronous form and the index listener on the loop. */
+	var options = new ChatVault.SearchOptions ();
+	check (options.set_conversation (ChatVault.ReceiverType.USER, "bob") && options.set_limit (1), "search options");
+	var found = vault.search_cached_messages_sync ("hello", options, out error);
+	check (found != null && found.get_hit_count () == 1, "hello found");
+	if (found != null && found.get_hit_count () == 1) {
+		var found_text = found.get_text (0);
+		ChatVault.SearchMatch[]? marks = null;
+		check (found.get_matches (0, ChatVault.SearchField.TEXT, out marks) && marks != null && marks.length == 1, "one match");
+		if (marks != null && marks.length == 1)
+			check (found_text.substring ((long) marks[0].start, (long) marks[0].length) == "hello", "the match slices out the word");
+		check (found.get_next_cursor () == null, "a single page");
+	}
+	var first_page = vault.search_cached_messages_sync ("from", options);
+	var cursor = first_page.get_next_cursor ();
+	check (first_page.get_hit_count () == 1 && cursor != null, "a first page and its cursor");
+	check (options.set_cursor (cursor), "the cursor set");
+	var last_page = vault.search_cached_messages_sync ("from", options);
+	check (last_page.get_hit_count () == 1 && last_page.get_next_cursor () == null, "the last page");
+	check (first_page.get_message (0) != last_page.get_message (0), "two messages, each once");
+	ChatVault.Error? query_error = null;
+	check (vault.search_cached_messages_sync ("  ", null, out query_error) == null && query_error != null
+	       && query_error.code == "ERROR_INVALID_SEARCH_QUERY", "an empty query is refused");
+	size_t async_hits = 0;
+	bool answered = false, answer_on_main = false;
+	vault.search_cached_messages ("live", null, (page, err) => {
+		answered = true;
+		answer_on_main = Thread.self<void> () == main_thread;
+		async_hits = page != null ? page.get_hit_count () : 0;
+	});
+	until = get_monotonic_time () + 10 * 1000000;
+	while (get_monotonic_time () < until && !answered)
+		MainContext.default ().iteration (false);
+	check (answered && answer_on_main && async_hits == 1, "the asynchronous search answered on the loop");
+	bool index_complete = false;
+	var index_listener = vault.add_search_index_listener ((indexed, total, complete) => {
+		index_complete = complete && indexed == total && total > 0;
+	});
+	check (vault.logout_sync () && vault.login_sync ("alice") == ChatVault.OpenState.READY, "logged in again");
+	until = get_monotonic_time () + 10 * 1000000;
+	while (get_monotonic_time () < until && !index_complete)
+		MainContext.default ().iteration (false);
+	int64 indexed_now = 0, total_now = 0;
+	bool complete_now = false;
+	check (index_complete && vault.get_search_index_progress (out indexed_now, out total_now, out complete_now) && complete_now,
+	       "the index listener heard it complete");
+	check (vault.remove_listener (index_listener), "the index listener removed");
+
 	/* Key management: a rotation's report, an empty quarantine. */
 	var rotated = vault.rotate_key_sync (out error);
 	check (rotated != null && rotated.contains ("\"newKeyId\""), "a rotation report");

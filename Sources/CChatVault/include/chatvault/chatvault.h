@@ -566,6 +566,160 @@ char *cv_vault_export_cache_sync(cv_vault *vault, const char *path, int secret_f
 char *cv_vault_import_cache_sync(cv_vault *vault, const char *path, int secret_fd, cv_error **error);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Local search                                                                                 */
+/*
+ * Searches the logged-in user's cached messages, offline too (the encrypted cache's own index;
+ * a cv_request's "searchKeyword" is still the server's alone). The query: words (all must
+ * match), "phrases", prefix*, -word to exclude; case and accents do not matter, CJK text is
+ * found by any run of its characters. Whatever is typed is taken as words, never as operators.
+ *
+ * Errors of a search (domain CV_ERROR_DOMAIN_CHATVAULT): ERROR_INVALID_SEARCH_QUERY (nothing to
+ * look for, only exclusions, longer than 1024 characters or more than 32 terms; the message says
+ * which), ERROR_OFFLINE_DISABLED (no cache is open), ERROR_OFFLINE_MESSAGE_PERSIST_FAILED (the
+ * cache could not be read just now: nothing changed, try again). A NULL, freed or foreign handle,
+ * invalid UTF-8 or an out-of-range value is refused (CV_ERROR_DOMAIN_ARGUMENT) before anything runs.
+ *
+ *     cv_search_options *options = cv_search_options_new ();
+ *     cv_search_options_set_conversation (options, CV_RECEIVER_USER, "bob", NULL);
+ *     cv_search_page *page = cv_vault_search_cached_messages_sync (vault, "train -bus", options, &error);
+ *     for (size_t i = 0; i < cv_search_page_get_hit_count (page); i++) {
+ *         char *snippet = cv_search_page_get_snippet (page, i, NULL);
+ *         cv_search_match *marks; size_t n;
+ *         cv_search_page_get_matches (page, i, CV_SEARCH_FIELD_SNIPPET, &marks, &n, NULL);
+ *         ... snippet + marks[k].start, marks[k].length bytes: a word to highlight ...
+ *         cv_free (marks); cv_free (snippet);
+ *     }
+ *     cv_search_cursor *next = cv_search_page_get_next_cursor (page, NULL);   (NULL: the last page)
+ *     cv_search_options_set_cursor (options, next, NULL);                      (then search again)
+ *     cv_search_cursor_free (next); cv_search_page_free (page); cv_search_options_free (options);
+ */
+
+/* The order of the results (CachedSearchOrder). */
+typedef enum cv_search_order {
+    CV_SEARCH_ORDER_NEWEST_FIRST = 0, /* by the time sent (the default) */
+    CV_SEARCH_ORDER_OLDEST_FIRST = 1,
+    CV_SEARCH_ORDER_RELEVANCE = 2     /* best match first (more of the words, rarer ones, a shorter text); ties newest first */
+} cv_search_order;
+
+/* What of a hit a cv_search_match points into. */
+typedef enum cv_search_field {
+    CV_SEARCH_FIELD_TEXT = 0,   /* the searched text (cv_search_page_get_text) */
+    CV_SEARCH_FIELD_SNIPPET = 1 /* the excerpt (cv_search_page_get_snippet) */
+} cv_search_field;
+
+/* A word of the query found in a hit: `length` bytes from byte `start` of the UTF-8 string the
+ * field names (whole characters; as PangoAttribute's indices count). */
+typedef struct cv_search_match {
+    size_t start;
+    size_t length;
+} cv_search_match;
+
+/* Where the next page of a search starts: copied from a page, given to the options of the same
+ * query. Opaque; independent of any vault, page or options. Free with cv_search_cursor_free(). */
+typedef struct cv_search_cursor cv_search_cursor;
+/* A copy of `cursor` (cv_search_cursor_free); NULL with *error for a bad handle. */
+cv_search_cursor *cv_search_cursor_copy(const cv_search_cursor *cursor, cv_error **error);
+/* Frees a cursor (NULL is ignored). */
+void cv_search_cursor_free(cv_search_cursor *cursor);
+
+/* What a search looks in and how its results come (CachedSearchOptions): every conversation,
+ * newest first, 20 a page, until a setter says otherwise. Each setter returns false with *error
+ * (CV_ERROR_DOMAIN_ARGUMENT, the options unchanged) for a bad handle or value. A search copies the
+ * options: change or free them after it starts. Free with cv_search_options_free(). */
+typedef struct cv_search_options cv_search_options;
+/* New options with the defaults (never NULL). */
+cv_search_options *cv_search_options_new(void);
+/* Frees options (NULL is ignored). */
+void cv_search_options_free(cv_search_options *options);
+/* Only the conversation with a user (CV_RECEIVER_USER, a uid) or a group's (a guid); `id` NULL:
+ * every cached conversation again. */
+bool cv_search_options_set_conversation(cv_search_options *options, cv_receiver_type type, const char *id, cv_error **error);
+/* Only messages sent by `uid`; NULL: anyone's. */
+bool cv_search_options_set_sender(cv_search_options *options, const char *uid, cv_error **error);
+/* Only messages of these categories ("message", "custom", …): a NULL-terminated array of at most 100
+ * non-empty strings, copied; NULL or an empty array: any category. */
+bool cv_search_options_set_categories(cv_search_options *options, const char *const *categories, cv_error **error);
+/* Only messages of these types ("text", "image", "video", "audio", "file", a custom type…), as
+ * cv_search_options_set_categories takes them; NULL or empty: any type. */
+bool cv_search_options_set_types(cv_search_options *options, const char *const *types, cv_error **error);
+/* Only messages sent at or after `sent_after` and before `sent_before` (seconds since 1970; 0: no
+ * bound on that side). Negative values are refused. */
+bool cv_search_options_set_time_range(cv_search_options *options, int64_t sent_after, int64_t sent_before, cv_error **error);
+/* The order of the results; an out-of-range value is refused. */
+bool cv_search_options_set_order(cv_search_options *options, cv_search_order order, cv_error **error);
+/* Results a page, 1…100 (20 by default). */
+bool cv_search_options_set_limit(cv_search_options *options, int limit, cv_error **error);
+/* Go on from `cursor` (copied; a page's cv_search_page_get_next_cursor of the same query and
+ * options); NULL: the first page again. */
+bool cv_search_options_set_cursor(cv_search_options *options, const cv_search_cursor *cursor, cv_error **error);
+
+/* A page of results (CachedSearchPage): the hits in the order asked, each a message and where the
+ * query's words are in it. Immutable and independent of its vault (it may outlive it); every
+ * accessor copies. Free with cv_search_page_free(). */
+typedef struct cv_search_page cv_search_page;
+/* Frees a page (NULL is ignored). */
+void cv_search_page_free(cv_search_page *page);
+/* How many hits the page holds (0 for a bad handle). Hits are numbered 0…count-1; a larger
+ * `index` given to the accessors below is refused (CV_ERROR_DOMAIN_ARGUMENT). */
+size_t cv_search_page_get_hit_count(const cv_search_page *page);
+/* The hit's message as JSON text (the object cv_vault_fetch_messages_sync documents: "localPath"
+ * set on a cached attachment); cv_free. NULL with *error for a bad handle or index. */
+char *cv_search_page_get_message(const cv_search_page *page, size_t index, cv_error **error);
+/* What of the message was searched: a text message's text, a media message's caption and file
+ * names (one a line), a custom message's "conversationText"; cv_free. */
+char *cv_search_page_get_text(const cv_search_page *page, size_t index, cv_error **error);
+/* A short excerpt of the text around the first match (about 12 words, "…" where cut); cv_free. */
+char *cv_search_page_get_snippet(const cv_search_page *page, size_t index, cv_error **error);
+/* Where the query's words are in the hit's text or snippet, in order: *matches_out a new array of
+ * *count_out matches, freed with cv_free(), or NULL with *count_out 0 when there is none. Returns false
+ * with *error (outputs NULL and 0) for a bad handle, index or field. */
+bool cv_search_page_get_matches(const cv_search_page *page, size_t index, cv_search_field field, cv_search_match **matches_out,
+                                size_t *count_out, cv_error **error);
+/* The cursor of the next page (cv_search_cursor_free), or NULL when this page is the last (and
+ * *error untouched) or for a bad handle (with *error). */
+cv_search_cursor *cv_search_page_get_next_cursor(const cv_search_page *page, cv_error **error);
+/* How far the search index was built when the search ran: messages it held, messages cached, and
+ * whether that was all of them (when not, older messages may be missing from the results: the
+ * background build is under way). Any output may be NULL. False with *error for a bad handle. */
+bool cv_search_page_get_index_progress(const cv_search_page *page, int64_t *indexed_out, int64_t *total_out, bool *complete_out,
+                                       cv_error **error);
+
+/* A search's answer, delivered through cv_vault_dispatch(): `page` (transfer full: the callback's,
+ * freed with cv_search_page_free(), also when it is not read) or `error` (borrowed: valid during
+ * the call), the other NULL. */
+typedef void (*cv_search_callback)(cv_search_page *page, const cv_error *error, void *user_data);
+
+/* Searches the cached messages for `query` with `options` (NULL: the defaults; copied now).
+ * `callback` runs once through cv_vault_dispatch() with the page or the error; `destroy` runs once
+ * after it, or at cv_vault_free() if the search has not answered (then `callback` never runs).
+ * Returns false (with *error, no callback) only for a refused argument (a NULL or non-UTF-8 query
+ * among them; an empty one is the search's ERROR_INVALID_SEARCH_QUERY). */
+bool cv_vault_search_cached_messages(cv_vault *vault, const char *query, const cv_search_options *options,
+                                     cv_search_callback callback, void *user_data, cv_destroy_notify destroy, cv_error **error);
+/* The same search, waited for (a _sync call): the page (cv_search_page_free), or NULL with *error. */
+cv_search_page *cv_vault_search_cached_messages_sync(cv_vault *vault, const char *query, const cv_search_options *options,
+                                                     cv_error **error);
+
+/* How far the search index of the open cache is built (OfflineVault.searchIndexProgress). A cache
+ * opened with messages the index does not hold (one from before the index) is indexed in the
+ * background after login; new messages are indexed as they are cached. The counts are those of
+ * the background build's last report (after login or a clear), so messages cached since are not
+ * counted here (a page's cv_search_page_get_index_progress counts them). Any output may be NULL.
+ * False with *error: ERROR_OFFLINE_DISABLED when no cache is open, or a bad handle. */
+bool cv_vault_get_search_index_progress(cv_vault *vault, int64_t *indexed_out, int64_t *total_out, bool *complete_out,
+                                        cv_error **error);
+/* Waits until every cached message is in the index (at once when it is, or when no cache is
+ * open), dispatching as every _sync call does. False with *error only for a bad handle. */
+bool cv_vault_wait_for_search_index_sync(cv_vault *vault, cv_error **error);
+
+/* The background build's progress (SearchIndexListener): every few hundred messages, and once
+ * complete after each login (`complete` true, `indexed` == `total`). */
+typedef void (*cv_search_index_callback)(int64_t indexed, int64_t total, bool complete, void *user_data);
+/* Registers a search index listener; its id (> 0), or 0 with *error. Removed with cv_vault_remove_listener(). */
+unsigned cv_vault_add_search_index_listener(cv_vault *vault, cv_search_index_callback callback, void *user_data,
+                                            cv_destroy_notify destroy, cv_error **error);
+
+/* ------------------------------------------------------------------------------------------ */
 /* Dispatching the vault's callbacks                                                            */
 
 /* A file descriptor that is readable while callbacks are due (poll it for input); owned by the
