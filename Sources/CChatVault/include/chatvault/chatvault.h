@@ -702,9 +702,8 @@ cv_search_page *cv_vault_search_cached_messages_sync(cv_vault *vault, const char
 
 /* How far the search index of the open cache is built (OfflineVault.searchIndexProgress). A cache
  * opened with messages the index does not hold (one from before the index) is indexed in the
- * background after login; new messages are indexed as they are cached. The counts are those of
- * the background build's last report (after login or a clear), so messages cached since are not
- * counted here (a page's cv_search_page_get_index_progress counts them). Any output may be NULL.
+ * background after login; new messages are indexed as they are cached. The counts are read from
+ * the cache when called (messages in the index, messages cached). Any output may be NULL.
  * False with *error: ERROR_OFFLINE_DISABLED when no cache is open, or a bad handle. */
 bool cv_vault_get_search_index_progress(cv_vault *vault, int64_t *indexed_out, int64_t *total_out, bool *complete_out,
                                         cv_error **error);
