@@ -354,7 +354,8 @@ struct OpenProcedure {
                 // else resets. The writer's WAL is folded in and the writer closed first.
                 _ = try? writer.sync { db in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
                 writer.close()
-                guard SearchIndexRepair.repair(directory: dir, keying: keying, options: options, engine: engine) else {
+                if case .notRepaired(let why) = SearchIndexRepair.repair(directory: dir, keying: keying, options: options, engine: engine) {
+                    notes.append("quick_check failed; not a search index repair: \(why)")
                     throw DatabaseError(extendedCode: 11, message: "quick_check failed", operation: "quick_check")
                 }
                 writer = try DatabaseQueue(path: dir.database, keying: keying, options: options, label: "writer")

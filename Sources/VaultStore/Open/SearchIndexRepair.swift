@@ -24,30 +24,44 @@ package enum SearchIndexRepair {
     /// The schema rows of the index: the FTS4 table and its own tables.
     static let names = [SearchIndexSchema.table] + SearchIndexSchema.shadowTables
 
-    static func repair(directory: CacheDirectory, keying: ConnectionKeying, options: ConnectionOptions, engine: CipherEngine) -> Bool {
+    /// How a repair went; `notRepaired` says why in words for the open report (no content).
+    enum Outcome: Equatable {
+        case repaired
+        case notRepaired(String)
+    }
+
+    static func repair(directory: CacheDirectory, keying: ConnectionKeying, options: ConnectionOptions, engine: CipherEngine) -> Outcome {
         let (scratch, copy): (String, String)
         do throws(SecureFileError) {
             (scratch, copy) = try Salvage.privateCopy(of: directory)
         } catch {
-            return false
+            return .notRepaired("no private copy could be made")
         }
         let rebuilt = "\(scratch)/rebuilt.db"
         defer { Quarantine.removeEntry(scratch) }
         var writable = options
         writable.create = false
         writable.readOnly = false
+        var step = "opening the copy"
         do {
             let queue = try DatabaseQueue(path: copy, keying: keying, options: writable, label: "index-repair")
+            step = "taking the index out of the copy's schema"
             _ = try queue.sync { db in try removeIndexFromSchema(db) }
             queue.close()
+            step = "checking the copy"
             let trial = try DatabaseQueue(path: copy, keying: keying, options: writable, label: "index-repair")
             defer { trial.close() }
-            let confined = try trial.sync { db -> Bool in
-                guard try IntegrityCheck.problems(db).allSatisfy(isUnreferencedPage) else { return false }
+            let unexplained = try trial.sync { db -> Int in
+                let problems = try IntegrityCheck.problems(db).filter { !isUnreferencedPage($0) }
+                guard problems.isEmpty else { return problems.count }
+                step = "exporting the copy"
                 _ = try EncryptionMigration.export(db, to: rebuilt, keying: keying, engine: engine)
-                return true
+                return 0
             }
-            guard confined else { return false }
+            guard unexplained == 0 else {
+                return .notRepaired("the damage is not confined to the search index (\(unexplained) other findings)")
+            }
+            step = "checking the rewritten file"
             let fresh = try DatabaseQueue(path: rebuilt, keying: keying, options: writable, label: "index-repair")
             let intact = try fresh.sync { db -> Bool in
                 try db.transaction {
@@ -58,17 +72,19 @@ package enum SearchIndexRepair {
                 return try IntegrityCheck.run(db)
             }
             fresh.close()
-            guard intact else { return false }
+            guard intact else { return .notRepaired("the rewritten file did not pass its check") }
+        } catch let error as DatabaseError {
+            return .notRepaired("\(step) failed (SQLite \(error.extendedCode))")
         } catch {
-            return false
+            return .notRepaired("\(step) failed")
         }
         CacheDirectory.remove(rebuilt + "-wal")
         CacheDirectory.remove(rebuilt + "-shm")
         CacheDirectory.remove(directory.wal)
         CacheDirectory.remove(directory.shm)
-        guard rename(rebuilt, directory.database) == 0 else { return false }
+        guard rename(rebuilt, directory.database) == 0 else { return .notRepaired("the rewritten file could not take the old one's place") }
         try? SecureFiles.syncDirectory(directory.path)
-        return true
+        return .repaired
     }
 
     /// "Page N is never used" (SQLite 3.15), "Page N: never used" (newer SQLite, SQLCipher 4.x), and
