@@ -52,8 +52,8 @@ package enum SearchIndexRepair {
             let trial = try DatabaseQueue(path: copy, keying: keying, options: writable, label: "index-repair")
             defer { trial.close() }
             let unexplained = try trial.sync { db -> Int in
-                let problems = try IntegrityCheck.problems(db).filter { !isUnreferencedPage($0) }
-                guard problems.isEmpty else { return problems.count }
+                let problems = try findingsOutsideTheIndex(db, engine: engine)
+                guard problems == 0 else { return problems }
                 step = "exporting the copy"
                 _ = try EncryptionMigration.export(db, to: rebuilt, keying: keying, engine: engine)
                 return 0
@@ -85,6 +85,33 @@ package enum SearchIndexRepair {
         guard rename(rebuilt, directory.database) == 0 else { return .notRepaired("the rewritten file could not take the old one's place") }
         try? SecureFiles.syncDirectory(directory.path)
         return .repaired
+    }
+
+    /// How many findings of the integrity check lie outside the index, on a copy whose schema no
+    /// longer names it.
+    /// - SQLite 3.15 (Debian's SQLCipher 3.4.1) checks the whole file: the index's pages are now
+    ///   unreferenced ("never used"), and any other finding counts.
+    /// - Newer SQLite (SQLCipher 4.x) stops the whole-file check at the first page whose HMAC
+    ///   fails, unreferenced or not, so each remaining table is checked on its own
+    ///   (`quick_check(table)`: the table, its indexes; from SQLite 3.33): a table that fails its
+    ///   check, or cannot be checked, counts.
+    static func findingsOutsideTheIndex(_ db: Database, engine: CipherEngine) throws -> Int {
+        guard (engine.majorVersion ?? 3) >= 4 else {
+            return try IntegrityCheck.problems(db).filter { !isUnreferencedPage($0) }.count
+        }
+        var findings = 0
+        // The schema's own pages were all read when the copy was opened (its schema parsed).
+        let tables = try db.texts("SELECT name FROM sqlite_master WHERE type = 'table' AND rootpage > 0")
+        for table in tables {
+            let escaped = table.replacingOccurrences(of: "'", with: "''")
+            do {
+                let lines = try db.texts("PRAGMA quick_check('\(escaped)')").flatMap { $0.split(separator: "\n").map(String.init) }
+                findings += lines.filter { $0 != "ok" && !IntegrityCheck.isSearchIndexConsistencyCheck($0) }.count
+            } catch {
+                findings += 1
+            }
+        }
+        return findings
     }
 
     /// "Page N is never used" (SQLite 3.15), "Page N: never used" (newer SQLite, SQLCipher 4.x), and
