@@ -48,8 +48,9 @@ package enum SearchIndexRepair {
             step = "taking the index out of the copy's schema"
             _ = try queue.sync { db in try removeIndexFromSchema(db) }
             queue.close()
-            step = "checking the copy"
+            step = "reopening the copy"
             let trial = try DatabaseQueue(path: copy, keying: keying, options: writable, label: "index-repair")
+            step = "checking the copy"
             defer { trial.close() }
             let unexplained = try trial.sync { db -> Int in
                 let problems = try findingsOutsideTheIndex(db, engine: engine)
@@ -74,7 +75,8 @@ package enum SearchIndexRepair {
             fresh.close()
             guard intact else { return .notRepaired("the rewritten file did not pass its check") }
         } catch let error as DatabaseError {
-            return .notRepaired("\(step) failed (SQLite \(error.extendedCode))")
+            // SQLite's message names tables or pages at most, never content.
+            return .notRepaired("\(step) failed (SQLite \(error.extendedCode): \(error.message))")
         } catch {
             return .notRepaired("\(step) failed")
         }
