@@ -139,16 +139,18 @@ package enum SearchIndexRepair {
     @discardableResult
     static func removeIndexFromSchema(_ db: Database) throws -> Bool {
         let placeholders = names.map { _ in "?" }.joined(separator: ", ")
-        let count = try db.prepare("SELECT count(*) FROM sqlite_master WHERE name IN (\(placeholders))")
-        try count.bind(names.map { .text($0) })
+        let count = try db.prepare("SELECT count(*) FROM sqlite_master WHERE name IN (\(placeholders)) OR tbl_name IN (\(placeholders))")
+        try count.bind((names + names).map { .text($0) })
         let present = try count.step() ? count.int64(0) : 0
         guard present > 0 else { return false }
         let cookie = try db.scalarInt("PRAGMA schema_version") ?? 0
         try db.execute("PRAGMA writable_schema = ON")
         defer { try? db.execute("PRAGMA writable_schema = OFF") }
         try db.transaction {
-            let stmt = try db.prepare("DELETE FROM sqlite_master WHERE name IN (\(placeholders))")
-            try stmt.bind(names.map { .text($0) })
+            // Their automatic indexes too (`sqlite_autoindex_search_index_segdir_1`): newer SQLite
+            // refuses a schema with an index whose table is gone.
+            let stmt = try db.prepare("DELETE FROM sqlite_master WHERE name IN (\(placeholders)) OR tbl_name IN (\(placeholders))")
+            try stmt.bind((names + names).map { .text($0) })
             while try stmt.step() {}
             try db.execute("PRAGMA schema_version = \(cookie + 1)")
         }
