@@ -47,7 +47,7 @@ final class SearchBenchFixture {
         let (vault, cache) = try await openBenchVault("search", root: root, encryption: true, user: me)
         do {
             // An empty cache's build finishes at once; from then on the triggers keep the index.
-            await vault.waitForSearchIndex()
+            try await waitForCompleteIndex(vault)
             let limits = vault.wireLimits
             let started = ContinuousClock.now
             try cache.writer.sync { db in
@@ -65,9 +65,7 @@ final class SearchBenchFixture {
             guard rows == messages, indexed == messages else {
                 throw CLIError.failure("the search benchmark's cache holds \(rows) messages and indexes \(indexed) after seeding \(messages)")
             }
-            guard vault.searchIndexProgress()?.isComplete == true else {
-                throw CLIError.failure("the search index is not complete after seeding: \(vault.searchIndexProgress().map(String.init(describing:)) ?? "no cache")")
-            }
+            try await waitForCompleteIndex(vault)
             return SearchBenchFixture(root: root, messages: messages, conversations: conversations, vault: vault, seedSeconds: seedSeconds)
         } catch {
             await vault.logout()
@@ -77,6 +75,23 @@ final class SearchBenchFixture {
 
     func close() async {
         await vault.logout()
+    }
+
+    /// Waits until the open cache's index is complete as the file says: `waitForSearchIndex()`,
+    /// asked again while it is not (`login` returns before the engine starts the build, and a
+    /// wait made before the build has started returns at once). Throws after `timeout`.
+    static func waitForCompleteIndex(_ vault: OfflineVault, timeout: Duration = .seconds(600)) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while true {
+            await vault.waitForSearchIndex()
+            guard let progress = vault.searchIndexProgress() else {
+                throw CLIError.failure("no cache is open while waiting for the search index")
+            }
+            if progress.isComplete { return }
+            guard clock.now < deadline else { throw CLIError.failure("the search index is not complete after \(timeout): \(progress)") }
+            try await Task.sleep(for: .milliseconds(1))
+        }
     }
 
     /// Message `i` of the cache: `ReadBenchFixture.richMessage` with `SearchBenchText.body(i)` as
