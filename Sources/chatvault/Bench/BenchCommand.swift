@@ -20,6 +20,7 @@ enum BenchCommand {
         case "keys": return try await KeyBenchCommand.run(Array(raw.dropFirst()))
         case "capi": return try await CAPIBenchCommand.run(Array(raw.dropFirst()))
         case "kit": return try await KitBenchCommand.run(Array(raw.dropFirst()))
+        case "search": return try await SearchBenchCommand.run(Array(raw.dropFirst()))
         default: throw CLIError.usage("unknown benchmark '\(benchmark)'; available: open, reads, outbox, sync, media, matrix, keys, capi, kit")
         }
     }

@@ -60,6 +60,7 @@ enum Help {
             "bench keys [--messages N] [--runs R] [--json]",
             "bench capi [--runs N] [--json]",
             "bench kit [--runs N] [--json] [-- PROGRAM [ARGS…]]",
+            "bench search [--runs N] [--messages M] [--ingest-messages I] [--ingest-runs R] [--json]",
         ], summary: "Measures the library against its floors (medians and ratios in one run)."),
         Verb(name: "version", forms: ["version"], summary: "Prints the library's version."),
         Verb(name: "help", forms: ["help [VERB]"], summary: "Prints this usage, or one verb's."),
