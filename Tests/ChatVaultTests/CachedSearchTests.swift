@@ -308,6 +308,52 @@ final class CachedSearchTests: XCTestCase {
         XCTAssertEqual(pages, 3)
     }
 
+    /// A word with many hits is answered by walking the time index (`timeWalkThreshold`): the
+    /// pages are the same, in the same order, as the plan that reads every hit.
+    func testAFrequentWordPagesInTimeOrderWhicheverPlanAnswers() async throws {
+        let h = try ReadHarness()
+        let bob = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 200, spacing: 60, endingAt: 100_000) { "common bob \($0)" })
+        let carol = Array(try h.simulator.seedConversation(between: "alice", and: "carol", count: 200, spacing: 60, endingAt: 100_030) { "common carol \($0)" })
+        await h.login()
+        for uid in ["bob", "carol"] {
+            let request = h.messages { $0.set(uid: uid).set(limit: 100) }
+            _ = await request.fetchPrevious()
+            _ = await request.fetchPrevious()
+        }
+        await h.vault.waitForSearchIndex()
+        XCTAssertGreaterThanOrEqual(bob.count + carol.count, SearchEngine.timeWalkThreshold)
+        let expected = zip(bob, carol).flatMap { [$0.0, $0.1] }   // carol's are 30 s later each time
+        for order in [CachedSearchOrder.newestFirst, .oldestFirst] {
+            var options = CachedSearchOptions()
+            options.order = order
+            options.limit = 70
+            var paged: [Int] = []
+            while true {
+                let page = try await h.vault.searchCachedMessages("common", options: options)
+                paged += page.hits.map(\.message.id)
+                guard let next = page.nextCursor else { break }
+                options.cursor = next
+            }
+            XCTAssertEqual(paged, order == .newestFirst ? expected.reversed() : expected, "\(order)")
+        }
+        // The same statement without the walk answers the same first page.
+        let cache = try XCTUnwrap(h.vault.openCache)
+        let query = try SearchQuery("common")
+        let (walked, read) = try cache.reader.sync { db -> ([Int64], [Int64]) in
+            func ids(_ walk: Bool) throws -> [Int64] {
+                let (sql, args) = SearchEngine.statement(query, options: CachedSearchOptions(), limit: 20, me: "alice", walkTime: walk)
+                let stmt = try db.prepare(sql)
+                try stmt.bind(args)
+                var out: [Int64] = []
+                while try stmt.step() { out.append(stmt.int64(Int32(MessageRow.read.count))) }
+                return out
+            }
+            return (try ids(true), try ids(false))
+        }
+        XCTAssertEqual(walked, read)
+        XCTAssertEqual(walked.count, 20)
+    }
+
     func testRelevanceRanksMoreOfTheWordsFirstAndPagesThroughAll() async throws {
         let h = try ReadHarness()
         let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 5) {

@@ -89,7 +89,18 @@ final class SearchEngine: Sendable {
     /// Up to `limit` matching rows after the cursor, decoded, with their row ids and scores.
     static func rows(_ query: SearchQuery, options: CachedSearchOptions, limit: Int, me: String, decoder: WireDecoder,
                      in db: Database) throws -> [(BaseMessage, Int64, Double)] {
-        let (sql, args) = statement(query, options: options, limit: limit, me: me)
+        // A frequent word is answered faster by walking the time index newest (or oldest) first
+        // and stopping at the page's last hit than by reading every hit's row to sort them; a
+        // rare one the other way round. One bounded count of the index's hits decides (bench
+        // search: the common word 68 → 3 ms, the rare one stays 1.4 ms). Within one conversation
+        // the conversation's index is walked anyway.
+        var byTime = false
+        if options.order != .relevance, options.conversation == nil {
+            let hits = try db.scalarInt("SELECT count(*) FROM (SELECT docid FROM search_index WHERE search_index MATCH ? LIMIT \(timeWalkThreshold))",
+                                        .text(query.match)) ?? 0
+            byTime = hits >= Int64(timeWalkThreshold)
+        }
+        let (sql, args) = statement(query, options: options, limit: limit, me: me, walkTime: byTime)
         let stmt = try db.prepare(sql)
         try stmt.bind(args)
         let rowIdAt = Int32(MessageRow.read.count)
@@ -102,8 +113,14 @@ final class SearchEngine: Sendable {
         return out
     }
 
-    /// The statement for `query` and `options` with its arguments.
-    static func statement(_ query: SearchQuery, options: CachedSearchOptions, limit: Int, me: String) -> (String, [DatabaseValue]) {
+    /// From this many index hits on, a search without a conversation walks the time index.
+    static let timeWalkThreshold = 256
+
+    /// The statement for `query` and `options` with its arguments. `walkTime`: the hits are
+    /// tested while `messages_by_time` is walked in the page's order (`+row_id` keeps SQLite from
+    /// looking each hit up by its row id first).
+    static func statement(_ query: SearchQuery, options: CachedSearchOptions, limit: Int, me: String,
+                          walkTime: Bool = false) -> (String, [DatabaseValue]) {
         var args: [DatabaseValue] = []
         var clauses: [String] = []
         let relevance = options.order == .relevance
@@ -115,7 +132,7 @@ final class SearchEngine: Sendable {
             select += ", s.score"
             args.append(.text(query.match))
         } else {
-            clauses.append("m.row_id IN (SELECT docid FROM search_index WHERE search_index MATCH ?)")
+            clauses.append((walkTime ? "+" : "") + "m.row_id IN (SELECT docid FROM search_index WHERE search_index MATCH ?)")
             args.append(.text(query.match))
         }
         for exclusion in query.exclusions {

@@ -31,8 +31,11 @@ final class SearchIndex: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
         /// Caches whose writer could not be set up (the index is not kept there this session).
         var unkept: Set<ObjectIdentifier> = []
-        /// Caches whose build is running.
+        /// Caches whose build is due or running (due from the attach, so a wait right after login
+        /// waits for the build `startBuild` starts a moment later).
         var building: Set<ObjectIdentifier> = []
+        /// Caches whose build task runs.
+        var running: Set<ObjectIdentifier> = []
     }
 
     private let session: VaultSession
@@ -96,7 +99,10 @@ final class SearchIndex: Sendable {
                 try db.defineTextFunction(SearchIndexSchema.function, Self.text)
                 try db.defineRealFunction(SearchEngine.rankFunction, SearchEngine.bm25)
             }
-            state.withLock { _ = $0.unkept.remove(id) }
+            state.withLock { s in
+                s.unkept.remove(id)
+                s.building.insert(id)
+            }
         } catch {
             // Writes still work (no trigger, no index upkeep); search answers that it is unavailable.
             state.withLock { _ = $0.unkept.insert(id) }
@@ -111,7 +117,10 @@ final class SearchIndex: Sendable {
     /// Starts the background build for `cache` (after ready). Reports progress to the listeners.
     func startBuild(_ cache: VaultCache) {
         guard isKept(cache) else { return }
-        let first = state.withLock { $0.building.insert(ObjectIdentifier(cache)).inserted }
+        let first = state.withLock { s -> Bool in
+            s.building.insert(ObjectIdentifier(cache))
+            return s.running.insert(ObjectIdentifier(cache)).inserted
+        }
         guard first else { return }
         Task.detached(priority: .utility) { [weak self] in await self?.build(cache) }
     }
@@ -140,6 +149,7 @@ final class SearchIndex: Sendable {
         let woken = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.progress[ObjectIdentifier(cache)] = nil
             s.unkept.remove(ObjectIdentifier(cache))
+            s.building.remove(ObjectIdentifier(cache))
             defer { s.waiters = [] }
             return s.waiters
         }
@@ -182,6 +192,7 @@ final class SearchIndex: Sendable {
         }
         let woken = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.building.remove(id)
+            s.running.remove(id)
             defer { s.waiters = [] }
             return s.waiters
         }
