@@ -264,6 +264,55 @@ final class CachedSearchTests: XCTestCase {
         XCTAssertEqual(withLate, [late], "the reopened cache keeps its index")
     }
 
+    /// Rows inserted in a transaction are indexed together just before it commits; a transaction
+    /// that rolls back leaves nothing behind; a row written by a connection without the triggers
+    /// (a tool) is found by the next session's check and indexed.
+    func testDeferredRowsCommitWithTheirTransactionAndMissedRowsAreCaughtUp() async throws {
+        let h = try ReadHarness()
+        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 30) { "puffin \($0)" })
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 50) }.fetchPrevious()
+        await h.vault.waitForSearchIndex()
+        let cache = try XCTUnwrap(h.vault.openCache)
+        struct Abandon: Error {}
+        let copyRow = """
+            INSERT INTO messages (row_id, server_id, conversation_id, sender_id, receiver_id, receiver_type, category, type, sent_at, payload)
+            SELECT row_id + 100000, server_id + 100000, conversation_id, sender_id, receiver_id, receiver_type, category, type, sent_at, payload
+            FROM messages WHERE server_id = ?
+            """
+        XCTAssertThrowsError(try cache.writer.sync { db in
+            try db.transaction {
+                try db.run(copyRow, .int(Int64(ids[0])))
+                XCTAssertEqual(try db.scalarInt("SELECT count(*) FROM temp.search_pending"), 1, "deferred to the commit")
+                throw Abandon()
+            }
+        })
+        XCTAssertEqual(try cache.writer.sync { db in try db.scalarInt("SELECT count(*) FROM temp.search_pending") }, 0, "rolled back with it")
+        try assertIndexMatchesRows(h)
+        try cache.writer.sync { db in try db.transaction { try db.run(copyRow, .int(Int64(ids[1]))) } }
+        XCTAssertEqual(try cache.writer.sync { db in try db.scalarInt("SELECT count(*) FROM temp.search_pending") }, 0)
+        try assertIndexMatchesRows(h)
+        let twice = try await found(h, "puffin 1")
+        XCTAssertEqual(twice.count, 2, "the copy is found once it committed")
+
+        // A tool's row: no triggers on its connection.
+        let directory = cache.directory
+        let cacheId = cache.cacheId
+        await h.vault.logout()
+        guard case .found(let key, _) = h.keyStore.lookup(KeyItemID(applicationId: "org.chatvault.readtests", account: directory.account,
+                                                                      cacheId: cacheId)),
+              case .valid(let manifest) = ManifestFile.read(directory: directory.path) else { return XCTFail("no key") }
+        let raw = try DatabaseQueue(path: directory.database, keying: .encrypted(key, manifest.cipherProfile ?? .standard()),
+                                    options: ConnectionOptions(), label: "test.tool")
+        try raw.sync { db in try db.run(copyRow.replacingOccurrences(of: "100000", with: "200000"), .int(Int64(ids[2]))) }
+        raw.close()
+        await h.login()
+        await h.vault.waitForSearchIndex()
+        try assertIndexMatchesRows(h)
+        let thrice = try await found(h, "puffin 2")
+        XCTAssertEqual(thrice.count, 2, "the tool's row was caught up")
+    }
+
     // MARK: - Options, order, paging
 
     func testOptionsNarrowTheSearchAndPagesNeverRepeat() async throws {

@@ -55,11 +55,31 @@ final class SearchIndex: Sendable {
         return SearchText.indexable(payload: payload) ?? ""
     }
 
+    /// The SQL function telling a trigger whether it runs inside an explicit transaction.
+    static let deferringFunction = "chatvault_search_deferring"
+
+    /// Row ids inserted (or changed) in the current transaction, indexed together just before it
+    /// commits (`flushPending`): FTS4 writes its pending terms out at every statement's savepoint,
+    /// so one row per statement made ingest 6–7 times slower than one `INSERT … SELECT` in row-id
+    /// order (bench search). TEMP, in memory, rolled back with the transaction.
+    static let pendingTable = """
+        CREATE TEMP TABLE IF NOT EXISTS search_pending (row_id INTEGER PRIMARY KEY)
+        """
+
     static let triggers = [
+        // In a transaction: the row is indexed with the others before the commit.
+        """
+        CREATE TEMP TRIGGER IF NOT EXISTS search_after_insert_deferred AFTER INSERT ON main.messages
+        WHEN chatvault_search_deferring()
+        BEGIN INSERT OR IGNORE INTO search_pending (row_id) VALUES (new.row_id); END
+        """,
+        // A statement on its own: at once.
         """
         CREATE TEMP TRIGGER IF NOT EXISTS search_after_insert AFTER INSERT ON main.messages
+        WHEN NOT chatvault_search_deferring()
         BEGIN INSERT INTO search_index (docid, body) VALUES (new.row_id, chatvault_search_text(new.payload)); END
         """,
+        // The old words leave before the row changes (FTS4 reads them back through the view).
         """
         CREATE TEMP TRIGGER IF NOT EXISTS search_before_update BEFORE UPDATE OF row_id, payload ON main.messages
         WHEN (old.payload IS NOT new.payload OR old.row_id != new.row_id)
@@ -67,8 +87,13 @@ final class SearchIndex: Sendable {
         BEGIN DELETE FROM search_index WHERE docid = old.row_id; END
         """,
         """
+        CREATE TEMP TRIGGER IF NOT EXISTS search_after_update_deferred AFTER UPDATE OF row_id, payload ON main.messages
+        WHEN (old.payload IS NOT new.payload OR old.row_id != new.row_id) AND chatvault_search_deferring()
+        BEGIN INSERT OR IGNORE INTO search_pending (row_id) VALUES (new.row_id); END
+        """,
+        """
         CREATE TEMP TRIGGER IF NOT EXISTS search_after_update AFTER UPDATE OF row_id, payload ON main.messages
-        WHEN (old.payload IS NOT new.payload OR old.row_id != new.row_id)
+        WHEN (old.payload IS NOT new.payload OR old.row_id != new.row_id) AND NOT chatvault_search_deferring()
             AND NOT EXISTS (SELECT 1 FROM search_index_docsize WHERE docid = new.row_id)
         BEGIN INSERT INTO search_index (docid, body) VALUES (new.row_id, chatvault_search_text(new.payload)); END
         """,
@@ -79,6 +104,19 @@ final class SearchIndex: Sendable {
         """,
     ]
 
+    /// Indexes the rows the transaction deferred (`search_pending`), in row-id order, in one
+    /// statement; runs as the writer's `beforeCommit`, inside the transaction.
+    static func flushPending(_ db: Database) throws {
+        guard try db.scalarInt("SELECT EXISTS (SELECT 1 FROM temp.search_pending)") == 1 else { return }
+        try db.run("""
+            INSERT INTO search_index (docid, body)
+            SELECT m.row_id, chatvault_search_text(m.payload) FROM messages m JOIN temp.search_pending p ON p.row_id = m.row_id
+            WHERE NOT EXISTS (SELECT 1 FROM search_index_docsize d WHERE d.docid = m.row_id)
+            ORDER BY m.row_id
+            """)
+        try db.run("DELETE FROM temp.search_pending")
+    }
+
     /// Sets up the cache's connections (before it serves): the function on both, the table if it
     /// went missing, an index of another format emptied, the triggers on the writer.
     func attached(_ cache: VaultCache) {
@@ -86,6 +124,8 @@ final class SearchIndex: Sendable {
         do {
             try cache.writer.sync { db in
                 try db.defineTextFunction(SearchIndexSchema.function, Self.text)
+                try db.defineInTransactionFunction(Self.deferringFunction)
+                try db.execute(Self.pendingTable)
                 try db.transaction {
                     try db.execute(SearchIndexSchema.createTable)
                     if try db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.formatKey)) != Self.format {
@@ -94,6 +134,7 @@ final class SearchIndex: Sendable {
                     }
                 }
                 for trigger in Self.triggers { try db.execute(trigger) }
+                db.beforeCommit = { db in try SearchIndex.flushPending(db) }
             }
             try cache.reader.sync { db in
                 try db.defineTextFunction(SearchIndexSchema.function, Self.text)
@@ -211,7 +252,18 @@ final class SearchIndex: Sendable {
     /// misses indexed, the cursor moved past them; `complete` recorded once no row is left.
     static func step(_ db: Database, measure: Bool) throws -> SearchIndexProgress {
         try db.transaction {
-            let stateText = try db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey))
+            var stateText = try db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey))
+            // Once per session, a complete index is checked for rows it misses (written by a tool
+            // without the triggers, or by a transaction that ended some other way): a scan of the
+            // row ids (a covering index) against the index's own table of rows. Any missing: the
+            // build goes over the rows again, indexing only those.
+            if stateText == "complete", measure,
+               try db.scalarInt("""
+                   SELECT EXISTS (SELECT 1 FROM messages m WHERE NOT EXISTS (SELECT 1 FROM search_index_docsize d WHERE d.docid = m.row_id))
+                   """) == 1 {
+                try db.run("DELETE FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey))
+                stateText = nil
+            }
             if stateText == "complete" { return try Self.measure(db) }
             let cursor = stateText.flatMap { Int64($0) } ?? Int64.min
             let end = try db.scalarInt("SELECT max(row_id) FROM (SELECT row_id FROM messages WHERE row_id > ? ORDER BY row_id LIMIT \(batch))",

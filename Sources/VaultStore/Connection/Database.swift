@@ -176,11 +176,20 @@ package final class Database {
         return out
     }
 
+    /// Work run inside every outermost transaction of `transaction` and `savepoint` just before it
+    /// commits, as part of it (the search index's rows deferred to the end of the transaction). A
+    /// throw rolls the whole transaction back.
+    package var beforeCommit: ((Database) throws -> Void)?
+
+    /// Whether a transaction is open on this connection (`sqlite3_get_autocommit` is off).
+    package var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
     /// Runs `body` in a transaction (`BEGIN IMMEDIATE` so writers queue instead of failing later).
     package func transaction<R>(_ body: () throws -> R) throws -> R {
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()
+            try beforeCommit?(self)
             try execute("COMMIT")
             return result
         } catch {
@@ -192,9 +201,11 @@ package final class Database {
     /// Runs `body` under a savepoint: on its own it is a transaction; inside one, a throw rolls
     /// back only what `body` did. `name` must be a plain identifier.
     package func savepoint<R>(_ name: String, _ body: () throws -> R) throws -> R {
+        let outermost = !inTransaction
         try execute("SAVEPOINT \(name)")
         do {
             let result = try body()
+            if outermost { try beforeCommit?(self) }
             try execute("RELEASE \(name)")
             return result
         } catch {
