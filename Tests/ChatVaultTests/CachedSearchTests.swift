@@ -313,6 +313,50 @@ final class CachedSearchTests: XCTestCase {
         XCTAssertEqual(thrice.count, 2, "the tool's row was caught up")
     }
 
+    /// The index's function reads only the searchable fields from a stored payload; for every
+    /// kind of message the engine stores it answers what the decoded message's text is.
+    func testTheIndexedTextOfAStoredPayloadIsTheDecodedMessagesText() async throws {
+        let h = try ReadHarness()
+        try h.simulator.addGroup("crew", members: ["alice", "bob"])
+        var ids: [Int] = []
+        ids += try h.simulator.seedConversation(between: "alice", and: "bob", count: 3) { ["plain words", "Crème brûlée", "東京タワー"][$0] }
+        ids.append(try h.simulator.post(.media(.file, attachments: [
+            SimulatedAttachment(name: "notes.pdf", mimeType: "application/pdf", url: "https://media.test/n.pdf", size: 3),
+            SimulatedAttachment(name: "plan b.txt", mimeType: "text/plain", url: "https://media.test/p.txt", size: 3)], caption: "two files"),
+            from: "bob", to: .user("alice")))
+        ids.append(try h.simulator.post(.media(.image, attachments: [
+            SimulatedAttachment(name: "x.jpg", mimeType: "image/jpeg", url: "https://media.test/x.jpg", size: 3)]), from: "bob", to: .user("alice")))
+        ids.append(try h.simulator.post(.custom(type: "poll", data: ["q": "lunch?"], conversationText: "A poll"), from: "bob", to: .user("alice")))
+        ids.append(try h.simulator.post(.custom(type: "poll", data: ["q": "dinner?"]), from: "bob", to: .user("alice")))
+        ids.append(try h.simulator.post(.interactive(type: "form", data: ["title": "Sign up"]), from: "bob", to: .user("alice")))
+        ids.append(try h.simulator.post(.text("in the group"), from: "bob", to: .group("crew")))
+        try h.simulator.delete(ids[0])
+        try h.simulator.edit(ids[1], to: .text("Crème caramel"))
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 50) }.fetchPrevious()
+        _ = await h.messages { $0.set(guid: "crew").set(limit: 50) }.fetchPrevious()
+        let cache = try XCTUnwrap(h.vault.openCache)
+        let payloads = try cache.reader.sync { db -> [[UInt8]] in
+            let stmt = try db.prepare("SELECT payload FROM messages")
+            var out: [[UInt8]] = []
+            while try stmt.step() { out.append(stmt.blob(0) ?? []) }
+            return out
+        }
+        XCTAssertGreaterThanOrEqual(payloads.count, ids.count - 1)
+        let decoder = WireDecoder(limits: WireLimits(), trusted: true)
+        var texts: [String] = []
+        for payload in payloads {
+            let object = try XCTUnwrap(try BinaryObject(payload: payload))
+            let decoded = try decoder.message(stored: object)
+            XCTAssertEqual(SearchText.indexable(payload: payload), SearchText.indexable(decoded), "\(decoded.messageType) \(type(of: decoded))")
+            texts.append(SearchText.indexable(decoded))
+        }
+        XCTAssertTrue(texts.contains(SearchText.prepare("two files\nnotes.pdf\nplan b.txt")), "\(texts)")
+        XCTAssertTrue(texts.contains("A poll"))
+        XCTAssertTrue(texts.contains("Creme caramel") || texts.contains("Crème caramel"))
+        XCTAssertNil(SearchText.indexable(payload: [0x01, 0x02]), "bytes that are no stored object")
+    }
+
     // MARK: - Options, order, paging
 
     func testOptionsNarrowTheSearchAndPagesNeverRepeat() async throws {
