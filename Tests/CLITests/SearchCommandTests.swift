@@ -69,8 +69,8 @@ final class SearchCommandTests: XCTestCase {
 
     struct CLIError: Error { let message: String; init(_ m: String) { message = m } }
 
-    /// 60 SIGKILLs of a process building the index (each 0–250 ms after it reported its first
-    /// progress): after every one the file passes `quick_check`, every row up to the build's
+    /// At least 50 SIGKILLs landing inside a build of the index (each 0–120 ms after the process
+    /// reported its first progress): after every one the file passes `quick_check`, every row up to the build's
     /// recorded cursor is in the index, nothing is in it twice or without its row; the index is
     /// emptied again whenever a run got to complete it, so every kill lands in a build. A last run
     /// finishes: the cache opens ready with no reset, the index holds every row once, and a search
@@ -79,7 +79,7 @@ final class SearchCommandTests: XCTestCase {
         let root = TemporaryDirectory()
         let keys = TemporaryDirectory()
         let common = options(root.path, keys.path)
-        let messages = 12_000
+        let messages = 24_000
         let seeded = try CLI.run(["seed"] + common + ["--messages", String(messages), "--conversations", "40", "--marker", "KILLMARK"])
         XCTAssertEqual(seeded.status, 0, seeded.stderr)
         func emptyIndex() throws {
@@ -92,9 +92,11 @@ final class SearchCommandTests: XCTestCase {
         var random = SeededGenerator(seed: 0x5ea_4c4)
         var killedMidBuild = 0
         var rebuilt = 0
-        let rounds = 60
-        for round in 1...rounds {
-            let delay = Int(random.next() % 251)
+        // Until 50 kills have landed inside a build (at most 240 runs).
+        var round = 0
+        while killedMidBuild < 50, round < 240 {
+            round += 1
+            let delay = Int(random.next() % 121)
             let run = try KilledRun.start([CLI.binary, "search"] + common + ["killmark", "--progress", "--json"],
                                           killAfter: .milliseconds(delay), once: "index ")
             XCTAssertTrue(run.killed || run.status == 0, "round \(round): exit \(run.status): \(run.stderr)")
@@ -124,7 +126,7 @@ final class SearchCommandTests: XCTestCase {
                 killedMidBuild += 1
             }
         }
-        XCTAssertGreaterThanOrEqual(killedMidBuild, 30, "kills must land while the build is under way (\(rebuilt) runs completed it)")
+        XCTAssertGreaterThanOrEqual(killedMidBuild, 50, "kills must land while the build is under way (\(rebuilt) runs completed it)")
 
         let last = try CLI.run(["search"] + common + ["killmark", "--json", "--limit", "100"])
         XCTAssertEqual(last.status, 0, last.stderr)
