@@ -8,7 +8,7 @@ import VaultStore
 enum BenchCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
         guard let benchmark = raw.first, !benchmark.hasPrefix("-") else {
-            throw CLIError.usage("bench needs a benchmark: chatvault bench open [--runs N] [--messages M] [--keystore secret-service|file|memory] [--process-runs P] [--large-messages L] [--json], chatvault bench reads [--runs N] [--messages M] [--conversations C] [--json], chatvault bench outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json], chatvault bench sync [--runs N] [--messages M] [--quick] [--json], chatvault bench media [--runs N] [--files F] [--messages M] [--quick] [--json], chatvault bench matrix [--messages N] [--json], chatvault bench keys [--messages N] [--runs R] [--json], chatvault bench capi [--runs N] [--json], or chatvault bench kit [--runs N] [--json] [-- PROGRAM]")
+            throw CLIError.usage("bench needs a benchmark: chatvault bench open [--runs N] [--messages M] [--keystore secret-service|file|memory] [--process-runs P] [--large-messages L] [--json], chatvault bench reads [--runs N] [--messages M] [--conversations C] [--json], chatvault bench outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json], chatvault bench sync [--runs N] [--messages M] [--quick] [--json], chatvault bench media [--runs N] [--files F] [--messages M] [--quick] [--json], chatvault bench matrix [--messages N] [--json], chatvault bench keys [--messages N] [--runs R] [--json], chatvault bench capi [--runs N] [--json], chatvault bench kit [--runs N] [--json] [-- PROGRAM], or chatvault bench search [--runs N] [--messages M] [--ingest-messages I] [--ingest-runs R] [--json]")
         }
         switch benchmark {
         case "open": return try await OpenBenchCommand.run(Array(raw.dropFirst()))
@@ -21,7 +21,7 @@ enum BenchCommand {
         case "capi": return try await CAPIBenchCommand.run(Array(raw.dropFirst()))
         case "kit": return try await KitBenchCommand.run(Array(raw.dropFirst()))
         case "search": return try await SearchBenchCommand.run(Array(raw.dropFirst()))
-        default: throw CLIError.usage("unknown benchmark '\(benchmark)'; available: open, reads, outbox, sync, media, matrix, keys, capi, kit")
+        default: throw CLIError.usage("unknown benchmark '\(benchmark)'; available: open, reads, outbox, sync, media, matrix, keys, capi, kit, search")
         }
     }
 }
