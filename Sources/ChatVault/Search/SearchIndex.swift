@@ -105,14 +105,16 @@ final class SearchIndex: Sendable {
     ]
 
     /// Indexes the rows the transaction deferred (`search_pending`), in row-id order, in one
-    /// statement; runs as the writer's `beforeCommit`, inside the transaction.
+    /// statement; runs as the writer's `beforeCommit`, inside the transaction. `CROSS JOIN` keeps
+    /// the pending ids the outer loop (each looked up by row id): left to itself the planner may
+    /// scan `messages` and probe the pending set, reading every cached row at every commit.
     static func flushPending(_ db: Database) throws {
         guard try db.scalarInt("SELECT EXISTS (SELECT 1 FROM temp.search_pending)") == 1 else { return }
         try db.run("""
             INSERT INTO search_index (docid, body)
-            SELECT m.row_id, chatvault_search_text(m.payload) FROM messages m JOIN temp.search_pending p ON p.row_id = m.row_id
+            SELECT m.row_id, chatvault_search_text(m.payload) FROM temp.search_pending p CROSS JOIN messages m ON m.row_id = p.row_id
             WHERE NOT EXISTS (SELECT 1 FROM search_index_docsize d WHERE d.docid = m.row_id)
-            ORDER BY m.row_id
+            ORDER BY p.row_id
             """)
         try db.run("DELETE FROM temp.search_pending")
     }
