@@ -31,6 +31,29 @@ final class CachedSearchTests: XCTestCase {
         return try await h.vault.searchCachedMessages(query, options: options).hits.map(\.message.id)
     }
 
+    /// Every page of a search from `options` on: the ids in order, and how many pages it took.
+    func allPages(_ h: ReadHarness, _ query: String, _ start: CachedSearchOptions) async throws -> (ids: [Int], pages: Int) {
+        var options = start
+        var ids: [Int] = []
+        var pages = 0
+        while true {
+            let page = try await h.vault.searchCachedMessages(query, options: options)
+            ids += page.hits.map(\.message.id)
+            pages += 1
+            guard let next = page.nextCursor else { return (ids, pages) }
+            options.cursor = next
+        }
+    }
+
+    /// A connection to the cache's file with its key, as a tool would open it (no triggers).
+    func toolConnection(_ h: ReadHarness, _ directory: CacheDirectory, cacheId: String) throws -> DatabaseQueue {
+        guard case .valid(let manifest) = ManifestFile.read(directory: directory.path),
+              case .found(let key, _) = h.keyStore.lookup(KeyItemID(applicationId: "org.chatvault.readtests", account: directory.account,
+                                                                      cacheId: cacheId)) else { throw CocoaError(.fileReadNoPermission) }
+        return try DatabaseQueue(path: directory.database, keying: .encrypted(key, manifest.cipherProfile ?? .standard()),
+                                 options: ConnectionOptions(), label: "test.tool")
+    }
+
     func testEveryCorpusQueryFindsExactlyItsMessagesThroughTheEngine() async throws {
         let h = try ReadHarness()
         let (corpus, map) = try await cachedCorpus(h)
@@ -180,11 +203,7 @@ final class CachedSearchTests: XCTestCase {
     }
 
     func emptyIndex(_ h: ReadHarness, _ directory: CacheDirectory, cacheId: String) throws {
-        guard case .valid(let manifest) = ManifestFile.read(directory: directory.path) else { return XCTFail("no manifest") }
-        guard case .found(let key, _) = h.keyStore.lookup(KeyItemID(applicationId: "org.chatvault.readtests", account: directory.account,
-                                                                      cacheId: cacheId)) else { return XCTFail("no key") }
-        let raw = try DatabaseQueue(path: directory.database, keying: .encrypted(key, manifest.cipherProfile ?? .standard()),
-                                    options: ConnectionOptions(), label: "test.raw")
+        let raw = try toolConnection(h, directory, cacheId: cacheId)
         try raw.sync { db in try db.transaction { try SearchIndexSchema.recreate(db) } }
         raw.close()
     }
@@ -299,11 +318,7 @@ final class CachedSearchTests: XCTestCase {
         let directory = cache.directory
         let cacheId = cache.cacheId
         await h.vault.logout()
-        guard case .found(let key, _) = h.keyStore.lookup(KeyItemID(applicationId: "org.chatvault.readtests", account: directory.account,
-                                                                      cacheId: cacheId)),
-              case .valid(let manifest) = ManifestFile.read(directory: directory.path) else { return XCTFail("no key") }
-        let raw = try DatabaseQueue(path: directory.database, keying: .encrypted(key, manifest.cipherProfile ?? .standard()),
-                                    options: ConnectionOptions(), label: "test.tool")
+        let raw = try toolConnection(h, directory, cacheId: cacheId)
         try raw.sync { db in try db.run(copyRow.replacingOccurrences(of: "100000", with: "200000"), .int(Int64(ids[2]))) }
         raw.close()
         await h.login()
@@ -388,15 +403,7 @@ final class CachedSearchTests: XCTestCase {
         // Pages of 5: every hit once, in order, then no cursor.
         var options = CachedSearchOptions()
         options.limit = 5
-        var paged: [Int] = []
-        var pages = 0
-        while true {
-            let page = try await h.vault.searchCachedMessages("trail", options: options)
-            paged += page.hits.map(\.message.id)
-            pages += 1
-            guard let next = page.nextCursor else { break }
-            options.cursor = next
-        }
+        let (paged, pages) = try await allPages(h, "trail", options)
         XCTAssertEqual(paged, all)
         XCTAssertEqual(pages, 3)
     }
@@ -420,13 +427,7 @@ final class CachedSearchTests: XCTestCase {
             var options = CachedSearchOptions()
             options.order = order
             options.limit = 70
-            var paged: [Int] = []
-            while true {
-                let page = try await h.vault.searchCachedMessages("common", options: options)
-                paged += page.hits.map(\.message.id)
-                guard let next = page.nextCursor else { break }
-                options.cursor = next
-            }
+            let paged = try await allPages(h, "common", options).ids
             XCTAssertEqual(paged, order == .newestFirst ? expected.reversed() : expected, "\(order)")
         }
         // The same statement without the walk answers the same first page.
@@ -459,13 +460,7 @@ final class CachedSearchTests: XCTestCase {
         var options = CachedSearchOptions()
         options.order = .relevance
         options.limit = 1
-        var paged: [Int] = []
-        while true {
-            let page = try await h.vault.searchCachedMessages("kayak", options: options)
-            paged += page.hits.map(\.message.id)
-            guard let next = page.nextCursor else { break }
-            options.cursor = next
-        }
+        let paged = try await allPages(h, "kayak", options).ids
         XCTAssertEqual(paged, ranked)
     }
 
