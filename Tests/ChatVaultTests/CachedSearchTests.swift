@@ -222,7 +222,7 @@ final class CachedSearchTests: XCTestCase {
             try db.transaction { try SearchIndexSchema.recreate(db) }
             // One row indexed by its trigger (an edit) before the build reaches it.
             try db.run("UPDATE messages SET payload = payload || x'' WHERE row_id = (SELECT max(row_id) FROM messages)")
-            let first = try SearchIndex.step(db, measure: true)
+            let first = try SearchIndex.step(db, firstOfSession: true)
             XCTAssertFalse(first.isComplete)
             XCTAssertEqual(first.indexedMessages, SearchIndex.batch + 1, "the first batch and the edited row")
             let cursor = try XCTUnwrap(db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey)))
@@ -234,10 +234,10 @@ final class CachedSearchTests: XCTestCase {
         XCTAssertEqual(partial.indexProgress, SearchIndexProgress(indexedMessages: SearchIndex.batch + 1, totalMessages: 900, isComplete: false))
         XCTAssertEqual(partial.hits.count, 100, "what is indexed is found")
         try cache.writer.sync { db in
-            var last = try SearchIndex.step(db, measure: true)
+            var last = try SearchIndex.step(db, firstOfSession: true)
             var steps = 2
             while !last.isComplete {
-                last = try SearchIndex.step(db, measure: true)
+                last = try SearchIndex.step(db, firstOfSession: true)
                 steps += 1
             }
             XCTAssertEqual(steps, 4, "900 rows: three batches, then the step that finds none")

@@ -210,16 +210,15 @@ final class SearchIndex: Sendable {
         var first = true
         while session.openCache === cache {
             do {
-                let measure = first
-                let progress = try await cache.writer.run { db in try Self.step(db, measure: measure) }
+                let firstOfSession = first
+                let progress = try await cache.writer.run { db in try Self.step(db, firstOfSession: firstOfSession) }
                 first = false
                 failures = 0
                 let changed = state.withLock { s -> Bool in
-                    let before = s.progress[id]
-                    s.progress[id] = progress.merged(after: before)
-                    return before != s.progress[id]
+                    defer { s.progress[id] = progress }
+                    return s.progress[id] != progress
                 }
-                if changed, let now = state.withLock({ $0.progress[id] }) { publish(now) }
+                if changed { publish(progress) }
                 if progress.isComplete { break }
             } catch {
                 // The cache closed, or the writer is busy or short of space: try again a little
@@ -251,15 +250,16 @@ final class SearchIndex: Sendable {
     }
 
     /// One build transaction: the next `batch` rows after the recorded cursor, those the index
-    /// misses indexed, the cursor moved past them; `complete` recorded once no row is left.
-    static func step(_ db: Database, measure: Bool) throws -> SearchIndexProgress {
+    /// misses indexed, the cursor moved past them; `complete` recorded once no row is left. Answers
+    /// the progress counted in the file (two counts: about 0.04 ms at 100,000 messages).
+    static func step(_ db: Database, firstOfSession: Bool) throws -> SearchIndexProgress {
         try db.transaction {
             var stateText = try db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey))
             // Once per session, a complete index is checked for rows it misses (written by a tool
             // without the triggers, or by a transaction that ended some other way): a scan of the
             // row ids (a covering index) against the index's own table of rows. Any missing: the
             // build goes over the rows again, indexing only those.
-            if stateText == "complete", measure,
+            if stateText == "complete", firstOfSession,
                try db.scalarInt("""
                    SELECT EXISTS (SELECT 1 FROM messages m WHERE NOT EXISTS (SELECT 1 FROM search_index_docsize d WHERE d.docid = m.row_id))
                    """) == 1 {
@@ -281,23 +281,8 @@ final class SearchIndex: Sendable {
             } else {
                 try db.run("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", .text(SearchIndexSchema.buildStateKey), .text("complete"))
             }
-            // Counting is a scan of two small b-trees: done on the first and last step and every
-            // 25th batch, else estimated from the batch.
-            let done = end == nil
-            if measure || done || Int.random(in: 0..<25) == 0 { return try Self.measure(db) }
-            return SearchIndexProgress(indexedMessages: -batch, totalMessages: -1, isComplete: false)
+            return try Self.measure(db)
         }
-    }
-}
-
-extension SearchIndexProgress {
-    /// A step's answer folded into what was known: an estimate (negative counts: "`batch` more")
-    /// advances the last measure.
-    fileprivate func merged(after before: SearchIndexProgress?) -> SearchIndexProgress {
-        guard indexedMessages < 0 else { return self }
-        guard let before else { return SearchIndexProgress(indexedMessages: 0, totalMessages: 0, isComplete: false) }
-        let total = before.totalMessages
-        return SearchIndexProgress(indexedMessages: min(total, before.indexedMessages + (-indexedMessages)), totalMessages: total, isComplete: false)
     }
 }
 
