@@ -284,8 +284,9 @@ final class CachedSearchTests: XCTestCase {
     }
 
     /// Rows inserted in a transaction are indexed together just before it commits; a transaction
-    /// that rolls back leaves nothing behind; a row written by a connection without the triggers
-    /// (a tool) is found by the next session's check and indexed.
+    /// that rolls back leaves nothing behind; a row written outside any transaction is indexed
+    /// right after its statement; a row written by a connection without the upkeep (a tool) is
+    /// found by the next session's check and indexed.
     func testDeferredRowsCommitWithTheirTransactionAndMissedRowsAreCaughtUp() async throws {
         let h = try ReadHarness()
         let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 30) { "puffin \($0)" })
@@ -299,20 +300,37 @@ final class CachedSearchTests: XCTestCase {
             SELECT row_id + 100000, server_id + 100000, conversation_id, sender_id, receiver_id, receiver_type, category, type, sent_at, payload
             FROM messages WHERE server_id = ?
             """
+        let indexedCopies = "SELECT count(*) FROM search_index_docsize WHERE docid IN (SELECT row_id FROM messages WHERE server_id > 100000)"
         XCTAssertThrowsError(try cache.writer.sync { db in
             try db.transaction {
                 try db.run(copyRow, .int(Int64(ids[0])))
-                XCTAssertEqual(try db.scalarInt("SELECT count(*) FROM temp.search_pending"), 1, "deferred to the commit")
+                XCTAssertEqual(try db.scalarInt("SELECT count(*) FROM messages WHERE server_id > 100000"), 1)
+                XCTAssertEqual(try db.scalarInt(indexedCopies), 0, "deferred to the commit")
                 throw Abandon()
             }
         })
-        XCTAssertEqual(try cache.writer.sync { db in try db.scalarInt("SELECT count(*) FROM temp.search_pending") }, 0, "rolled back with it")
+        XCTAssertEqual(try cache.writer.sync { db in db.takeWrittenRows() }, [], "rolled back with it")
         try assertIndexMatchesRows(h)
         try cache.writer.sync { db in try db.transaction { try db.run(copyRow, .int(Int64(ids[1]))) } }
+        XCTAssertEqual(try cache.writer.sync { db in try db.scalarInt(indexedCopies) }, 1, "indexed with its commit")
         XCTAssertEqual(try cache.writer.sync { db in try db.scalarInt("SELECT count(*) FROM temp.search_pending") }, 0)
         try assertIndexMatchesRows(h)
         let twice = try await found(h, "puffin 1")
         XCTAssertEqual(twice.count, 2, "the copy is found once it committed")
+
+        // Outside any transaction: the statement commits on its own, its row right after it.
+        try cache.writer.sync { db in try db.run(copyRow.replacingOccurrences(of: "100000", with: "300000"), .int(Int64(ids[3]))) }
+        XCTAssertEqual(try cache.writer.sync { db in try db.scalarInt(indexedCopies) }, 2, "indexed after its statement")
+        try assertIndexMatchesRows(h)
+        let copied = try await found(h, "puffin 3")
+        XCTAssertEqual(copied.count, 2, "the statement's copy is found")
+
+        // Only the triggers that must see a row before it changes: an INSERT trigger would give
+        // every insert of a transaction an encrypted statement journal (`WriteLog`).
+        let triggers = try cache.writer.sync { db in
+            try db.texts("SELECT name FROM sqlite_temp_master WHERE type = 'trigger' AND tbl_name = 'messages' ORDER BY name")
+        }
+        XCTAssertEqual(triggers, ["search_before_delete", "search_before_update"])
 
         // A tool's row: no triggers on its connection.
         let directory = cache.directory

@@ -6,14 +6,15 @@ package import VaultStore
 /// built in the background for the rows it does not hold yet, asked by `searchCachedMessages`.
 ///
 /// How it is kept: when a cache is attached, the writer connection gets the SQL function
-/// `chatvault_search_text(payload)` (what of a stored message is searchable, `SearchText`) and
-/// TEMP triggers on `messages`: a row inserted is indexed, a row whose payload changes leaves the
-/// index with its old words before it changes and comes back with its new ones, a row deleted
-/// leaves it. Every write of the engine goes through that connection (the one write path, the
-/// eviction, `clearOfflineCache`, the outbox), so the index never disagrees with the rows, in the
-/// same transaction. Triggers are TEMP (in memory, on this connection only): a tool or a key change
-/// that opens the file without the function writes rows without touching the index, and the
-/// background build picks up any row the index does not hold.
+/// `chatvault_search_text(payload)` (what of a stored message is searchable, `SearchText`), TEMP
+/// triggers on `messages` that take a row's words out of the index before the row changes or goes,
+/// and an update hook recording every row inserted or changed (`Database.recordWrittenRows`),
+/// indexed with the others of its transaction just before it commits (`flushPending`), or at once
+/// after a statement outside any transaction. Every write of the engine goes through that
+/// connection (the one write path, the eviction, `clearOfflineCache`, the outbox), so the index
+/// never disagrees with the rows, in the same transaction. Triggers and hook live on this
+/// connection only: a tool or a key change that opens the file without them writes rows without
+/// touching the index, and the background build picks up any row the index does not hold.
 ///
 /// The build: rows are visited in `row_id` order, 400 per transaction, each transaction indexing
 /// those of its rows the index misses and recording how far it came (`kv` `search.build`), so a
@@ -55,47 +56,24 @@ final class SearchIndex: Sendable {
         return SearchText.indexable(payload: payload) ?? ""
     }
 
-    /// The SQL function telling a trigger whether it runs inside an explicit transaction.
-    static let deferringFunction = "chatvault_search_deferring"
-
-    /// Row ids inserted (or changed) in the current transaction, indexed together just before it
-    /// commits (`flushPending`): FTS4 writes its pending terms out at every statement's savepoint,
-    /// so one row per statement made ingest 6–7 times slower than one `INSERT … SELECT` in row-id
-    /// order (bench search). TEMP, in memory, rolled back with the transaction.
+    /// Row ids written in the current transaction (recorded by the writer's update hook:
+    /// `Database.recordWrittenRows`), handed over to SQL just before it commits (`flushPending`).
+    /// TEMP, in memory.
     static let pendingTable = """
         CREATE TEMP TABLE IF NOT EXISTS search_pending (row_id INTEGER PRIMARY KEY)
         """
 
+    /// Only what must see a row before it changes: FTS4 reads a row's old words back through the
+    /// view, so they leave the index while the row still holds them. New rows and new words are
+    /// the update hook's (`flushPending`): an `INSERT` trigger, even one that never fires, gives
+    /// every insert in a transaction a statement journal that SQLCipher encrypts page by page
+    /// (`WriteLog`), which cost the catch-up ingest two thirds of its rate (bench search).
     static let triggers = [
-        // In a transaction: the row is indexed with the others before the commit.
-        """
-        CREATE TEMP TRIGGER IF NOT EXISTS search_after_insert_deferred AFTER INSERT ON main.messages
-        WHEN chatvault_search_deferring()
-        BEGIN INSERT OR IGNORE INTO search_pending (row_id) VALUES (new.row_id); END
-        """,
-        // A statement on its own: at once.
-        """
-        CREATE TEMP TRIGGER IF NOT EXISTS search_after_insert AFTER INSERT ON main.messages
-        WHEN NOT chatvault_search_deferring()
-        BEGIN INSERT INTO search_index (docid, body) VALUES (new.row_id, chatvault_search_text(new.payload)); END
-        """,
-        // The old words leave before the row changes (FTS4 reads them back through the view).
         """
         CREATE TEMP TRIGGER IF NOT EXISTS search_before_update BEFORE UPDATE OF row_id, payload ON main.messages
         WHEN (old.payload IS NOT new.payload OR old.row_id != new.row_id)
             AND EXISTS (SELECT 1 FROM search_index_docsize WHERE docid = old.row_id)
         BEGIN DELETE FROM search_index WHERE docid = old.row_id; END
-        """,
-        """
-        CREATE TEMP TRIGGER IF NOT EXISTS search_after_update_deferred AFTER UPDATE OF row_id, payload ON main.messages
-        WHEN (old.payload IS NOT new.payload OR old.row_id != new.row_id) AND chatvault_search_deferring()
-        BEGIN INSERT OR IGNORE INTO search_pending (row_id) VALUES (new.row_id); END
-        """,
-        """
-        CREATE TEMP TRIGGER IF NOT EXISTS search_after_update AFTER UPDATE OF row_id, payload ON main.messages
-        WHEN (old.payload IS NOT new.payload OR old.row_id != new.row_id) AND NOT chatvault_search_deferring()
-            AND NOT EXISTS (SELECT 1 FROM search_index_docsize WHERE docid = new.row_id)
-        BEGIN INSERT INTO search_index (docid, body) VALUES (new.row_id, chatvault_search_text(new.payload)); END
         """,
         """
         CREATE TEMP TRIGGER IF NOT EXISTS search_before_delete BEFORE DELETE ON main.messages
@@ -104,12 +82,21 @@ final class SearchIndex: Sendable {
         """,
     ]
 
-    /// Indexes the rows the transaction deferred (`search_pending`), in row-id order, in one
-    /// statement; runs as the writer's `beforeCommit`, inside the transaction. `CROSS JOIN` keeps
-    /// the pending ids the outer loop (each looked up by row id): left to itself the planner may
-    /// scan `messages` and probe the pending set, reading every cached row at every commit.
+    /// Indexes the rows the transaction wrote (inserted, or updated: those whose words left the
+    /// index before the update) that the index does not hold, in row-id order, in one statement:
+    /// FTS4 writes its pending terms out at every statement's savepoint, so one statement per row
+    /// made ingest 6–7 times slower than one `INSERT … SELECT` (bench search). Runs as the writer's
+    /// `beforeCommit`, inside the transaction. `CROSS JOIN` keeps the pending ids the outer loop
+    /// (each looked up by row id): left to itself the planner may scan `messages` and probe the
+    /// pending set, reading every cached row at every commit.
     static func flushPending(_ db: Database) throws {
-        guard try db.scalarInt("SELECT EXISTS (SELECT 1 FROM temp.search_pending)") == 1 else { return }
+        let rows = db.takeWrittenRows()
+        guard !rows.isEmpty else { return }
+        let pend = try db.cached("INSERT INTO temp.search_pending (row_id) VALUES (?)")
+        for row in rows {
+            try pend.bind(.int(row), at: 1)
+            while try pend.step() {}
+        }
         try db.run("""
             INSERT INTO search_index (docid, body)
             SELECT m.row_id, chatvault_search_text(m.payload) FROM temp.search_pending p CROSS JOIN messages m ON m.row_id = p.row_id
@@ -126,7 +113,6 @@ final class SearchIndex: Sendable {
         do {
             try cache.writer.sync { db in
                 try db.defineTextFunction(SearchIndexSchema.function, Self.text)
-                try db.defineInTransactionFunction(Self.deferringFunction)
                 try db.execute(Self.pendingTable)
                 try db.transaction {
                     try db.execute(SearchIndexSchema.createTable)
@@ -136,6 +122,7 @@ final class SearchIndex: Sendable {
                     }
                 }
                 for trigger in Self.triggers { try db.execute(trigger) }
+                db.recordWrittenRows(of: "messages")
                 db.beforeCommit = { db in try SearchIndex.flushPending(db) }
             }
             try cache.reader.sync { db in

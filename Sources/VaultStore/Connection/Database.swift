@@ -38,6 +38,8 @@ package final class Database {
     let handle: SQLiteConnection
     private var statementCache: [String: Statement] = [:]
     package var faults: FaultInjector?
+    /// The rows recorded for `beforeCommit` (`recordWrittenRows(of:)`), or nil.
+    var writeLog: WriteLog?
 
     init(path: String, flags: Int32, faults: FaultInjector?) throws(DatabaseError) {
         self.path = path
@@ -97,6 +99,7 @@ package final class Database {
         if let injected = faults?(.step, sql) { throw DatabaseError(extendedCode: injected, message: "injected fault", operation: "exec") }
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
         guard rc == SQLITE_OK else { throw error(rc, "exec") }
+        settleAutocommitWrites()
     }
 
     /// Runs exactly one statement (no results). Anything after the first statement is refused, so
@@ -178,7 +181,9 @@ package final class Database {
 
     /// Work run inside every outermost transaction of `transaction` and `savepoint` just before it
     /// commits, as part of it (the search index's rows deferred to the end of the transaction). A
-    /// throw rolls the whole transaction back.
+    /// throw rolls the whole transaction back. Rows recorded (`recordWrittenRows(of:)`) by a
+    /// statement outside any transaction, or by a transaction committed some other way, get a
+    /// transaction of their own right after it, where this runs (`settleAutocommitWrites`).
     package var beforeCommit: ((Database) throws -> Void)?
 
     /// Whether a transaction is open on this connection (`sqlite3_get_autocommit` is off).
@@ -305,6 +310,7 @@ package final class Statement {
         case SQLITE_ROW: return true
         case SQLITE_DONE:
             sqlite3_reset(handle)
+            database.settleAutocommitWrites()
             return false
         default:
             let err = database.error(rc, "step")

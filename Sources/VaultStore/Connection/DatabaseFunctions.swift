@@ -87,18 +87,3 @@ extension Database {
         guard rc == SQLITE_OK else { throw error(rc, "define function \(name)") }
     }
 }
-
-extension Database {
-    /// Defines the SQL function `name()`: 1 while the connection running it is inside an explicit
-    /// transaction (`BEGIN` or a savepoint), 0 for a statement in autocommit. Not deterministic.
-    /// For triggers that defer work to the end of the transaction (`beforeCommit`) when there is
-    /// one to defer it to.
-    package func defineInTransactionFunction(_ name: String) throws(DatabaseError) {
-        let rc = sqlite3_create_function_v2(handle, name, 0, SQLITE_UTF8, nil, { context, _, _ in
-            guard let context else { return }
-            let inside = sqlite3_context_db_handle(context).map { sqlite3_get_autocommit($0) == 0 } ?? false
-            sqlite3_result_int(context, inside ? 1 : 0)
-        }, nil, nil, nil)
-        guard rc == SQLITE_OK else { throw error(rc, "define function \(name)") }
-    }
-}

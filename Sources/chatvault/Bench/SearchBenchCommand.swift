@@ -31,12 +31,12 @@ import VaultStore
 ///   prepared beforehand (`SyncPageRows.prepare`, as the sync engine prepares them off the writer)
 ///   and written as the sync engine writes them (`SyncPageRows.write`, one transaction each),
 ///   R runs (default 5) with the index kept and R with it off (the TEMP `search_*` triggers
-///   dropped on that cache's writer connection: the rows are written and nothing else),
-///   alternating; medians of messages per second over the writes' time. Beside them, R runs of a
-///   floor for the index's upkeep (`perPage`): the triggers dropped, and each page's rows indexed in
-///   the page's own transaction by one `INSERT INTO search_index … SELECT … ORDER BY row_id` after
-///   the page is written: what keeping the index costs when FTS4 is handed a page's rows at once,
-///   in docid order (the triggers hand it one row per statement, and FTS4 writes a segment for each).
+///   dropped on that cache's writer connection and its row recording stopped: the rows are written
+///   and nothing else), alternating; medians of messages per second over the writes' time. Beside
+///   them, R runs of a floor for the index's upkeep (`perPage`): the upkeep off as above, and each
+///   page's rows indexed in the page's own transaction by one `INSERT INTO search_index … SELECT …
+///   ORDER BY row_id` after the page is written: what keeping the index costs when FTS4 is handed
+///   a page's rows at once, in docid order, by code that knows which rows the page wrote.
 /// - **Index size** (`size`): the cache `VACUUM`ed, its pages counted; the index dropped and
 ///   recreated empty (`SearchIndexSchema.recreate`), `VACUUM`, counted again: the index's pages
 ///   are the difference (SQLCipher 3.4.1 has no `dbstat`). Then again after the rebuild below.
@@ -171,11 +171,11 @@ struct SearchBenchmark {
     struct Ingest {
         /// How the index is kept while a cache ingests.
         enum Mode: CaseIterable {
-            /// By the engine's triggers (what an app runs).
+            /// By the engine's triggers and row recording (what an app runs).
             case withIndex
-            /// Not at all: the triggers dropped.
+            /// Not at all: the triggers dropped, the recording stopped.
             case withoutIndex
-            /// The floor: triggers dropped, each page's rows indexed by one statement in docid order.
+            /// The floor: upkeep off, each page's rows indexed by one statement in docid order.
             case perPage
         }
 
@@ -441,6 +441,7 @@ struct SearchBenchmark {
                 dropped = try cache.writer.sync { db in
                     let names = try db.texts("SELECT name FROM sqlite_temp_master WHERE type = 'trigger' AND tbl_name = 'messages' AND name LIKE 'search%'")
                     for name in names { try db.execute("DROP TRIGGER temp.\(name)") }
+                    db.recordWrittenRows(of: nil)
                     return names
                 }
                 guard !dropped.isEmpty else { throw CLIError.failure("no search trigger on the writer connection to drop") }
