@@ -162,6 +162,10 @@ final class CachedSearchTests: XCTestCase {
         }
         XCTAssertEqual(indexed, rows, "every row indexed once", file: file, line: line)
         XCTAssertEqual(orphans, 0, "no index entry without its row", file: file, line: line)
+        // A search's progress (the index's own document total once complete) agrees with the
+        // exact counts after every phase that writes.
+        let (exact, quick) = try cache.reader.sync { db in (try SearchIndexRows.progress(in: db), try SearchIndexRows.quickProgress(in: db)) }
+        XCTAssertEqual(quick, exact, "a search's indexProgress", file: file, line: line)
     }
 
     /// A cache whose index misses rows (an existing cache, an index rebuilt) is built in the

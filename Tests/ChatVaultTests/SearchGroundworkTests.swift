@@ -75,6 +75,24 @@ final class SearchGroundworkTests: XCTestCase {
         XCTAssertEqual(try SearchQuery("Linux apps*").match, "\"linux\" \"apps*\"")
     }
 
+    /// FTS4's document total (the first varint of `search_index_stat` row 0), read from the file:
+    /// what it encodes, and nil, never a trap, for blobs that end early, run long or overflow.
+    func testTheIndexDocumentTotalParsesAndRefusesMalformedBlobs() throws {
+        XCTAssertEqual(SearchIndexRows.documentTotal([0x00]), 0)
+        XCTAssertEqual(SearchIndexRows.documentTotal([0x7f, 0x05]), 127)
+        XCTAssertEqual(SearchIndexRows.documentTotal([0xa0, 0x8d, 0x06, 0x03]), 100_000)
+        XCTAssertEqual(SearchIndexRows.documentTotal([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]), Int.max)
+        XCTAssertNil(SearchIndexRows.documentTotal([]))
+        XCTAssertNil(SearchIndexRows.documentTotal([0x80, 0x80]), "ends inside the varint")
+        XCTAssertNil(SearchIndexRows.documentTotal([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]), "past Int.max")
+        XCTAssertNil(SearchIndexRows.documentTotal([UInt8](repeating: 0x80, count: 12)), "longer than ten bytes")
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let blob = (0..<Int.random(in: 0...14, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            if let total = SearchIndexRows.documentTotal(blob) { XCTAssertGreaterThanOrEqual(total, 0) }
+        }
+    }
+
     /// What is indexed of a message: its words, never its ids or the app's data.
     func testOnlyTheMessagesWordsAreIndexed() throws {
         let text = TextMessage(receiverUid: "bob", text: "hello there", receiverType: .user)

@@ -65,7 +65,7 @@ final class SearchEngine: Sendable {
         do {
             read = try await cache.reader.run { db in
                 let rows = try Self.rows(query, options: options, limit: limit + 1, me: me, decoder: decoder, in: db)
-                return (rows, try SearchIndex.measure(db))
+                return (rows, try SearchIndexRows.quickProgress(in: db))
             }
         } catch {
             throw CometChatException(.offlineMessagePersistFailed, "The cache could not be searched just now. Try again.")

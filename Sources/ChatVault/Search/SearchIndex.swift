@@ -283,4 +283,36 @@ package enum SearchIndexRows {
         let indexed = complete ? total : min(total, Int(try db.scalarInt("SELECT count(*) FROM search_index_docsize") ?? 0))
         return SearchIndexProgress(indexedMessages: indexed, totalMessages: total, isComplete: complete)
     }
+
+    /// What a search reports with its page: `progress(in:)`, except that a complete index answers
+    /// from its own count of rows, FTS4's document total in `search_index_stat` (one small row,
+    /// written in the same transactions as the rows it counts), instead of counting `messages`,
+    /// which reads every page of its smallest index: at 100,000 messages, 3.6 ms of a 7.2 ms
+    /// search once those pages had left the page cache (bench search). Falls back to
+    /// `progress(in:)` when the total is missing or does not parse.
+    package static func quickProgress(in db: Database) throws -> SearchIndexProgress {
+        guard try db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey)) == "complete" else {
+            return try progress(in: db)
+        }
+        let stmt = try db.cached("SELECT value FROM search_index_stat WHERE id = 0")
+        let blob: [UInt8]? = try stmt.step() ? stmt.blob(0) : nil
+        stmt.reset()
+        guard let blob, let documents = documentTotal(blob) else { return try progress(in: db) }
+        return SearchIndexProgress(indexedMessages: documents, totalMessages: documents, isComplete: true)
+    }
+
+    /// The first varint of FTS4's `%_stat` row 0 (the number of documents): seven bits a byte,
+    /// least significant first, high bit set while more follow. Nil for a blob that ends early,
+    /// runs past ten bytes or overflows (it comes from the file: nothing here traps).
+    package static func documentTotal(_ blob: [UInt8]) -> Int? {
+        var value: UInt64 = 0
+        for (i, byte) in blob.prefix(10).enumerated() {
+            let bits = UInt64(byte & 0x7f)
+            let shift = UInt64(7 * i)
+            guard shift < 64, bits <= (UInt64.max >> shift) else { return nil }
+            value |= bits << shift
+            if byte & 0x80 == 0 { return value <= UInt64(Int.max) ? Int(value) : nil }
+        }
+        return nil
+    }
 }

@@ -124,7 +124,7 @@ struct SearchBenchReport: BudgetedReport {
             ])
         }
         lines.append(table.render())
-        lines.append("each search also counts the cache's messages for its indexProgress: \(ms(progressCount.medianMs)) ms alone (p90 \(ms(progressCount.p90Ms)))")
+        lines.append("each search also reads its indexProgress: \(ms(progressCount.medianMs)) ms alone, page cache dropped (p90 \(ms(progressCount.p90Ms)))")
         lines.append("")
         lines.append("query plans (EXPLAIN QUERY PLAN of the engine's statement):")
         for r in queries {
