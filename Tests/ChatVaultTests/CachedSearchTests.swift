@@ -106,6 +106,57 @@ final class CachedSearchTests: XCTestCase {
         try assertIndexMatchesRows(h)
     }
 
+    /// A payload rewritten with the same words (a reply counted on its parent, a receipt, a
+    /// reaction) keeps its index entry: the trigger compares the searchable text, so only an edit
+    /// takes the row out (and the commit puts it back with its new words).
+    func testARewriteWithTheSameWordsKeepsItsEntryAndAnEditReplacesIt() async throws {
+        let h = try ReadHarness()
+        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 3) { ["marten one", "stoat two", "ferret three"][$0] })
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 10) }.fetchPrevious()
+        await h.vault.waitForSearchIndex()
+        let cache = try XCTUnwrap(h.vault.openCache)
+        let indexedSQL = "SELECT count(*) FROM search_index_docsize WHERE docid = (SELECT row_id FROM messages WHERE server_id = ?)"
+        func rewrite(_ id: Int, _ change: @escaping @Sendable ([String: JSONValue]) -> [String: JSONValue]) throws -> (during: Int64?, after: Int64?) {
+            try cache.writer.sync { db in
+                let during: Int64? = try db.transaction {
+                    let stmt = try db.prepare("SELECT payload FROM messages WHERE server_id = ?")
+                    try stmt.bind([.int(Int64(id))])
+                    guard try stmt.step(), let bytes = stmt.blob(0), case .object(let fields) = try BinaryJSON.decode(bytes) else { return nil }
+                    stmt.reset()
+                    try db.run("UPDATE messages SET payload = ? WHERE server_id = ?", .blob(BinaryJSON.encode(.object(change(fields)))), .int(Int64(id)))
+                    return try db.scalarInt(indexedSQL, .int(Int64(id)))
+                }
+                return (during, try db.scalarInt(indexedSQL, .int(Int64(id))))
+            }
+        }
+        let counted = try rewrite(ids[0]) { var f = $0; f["replyCount"] = .int(3); return f }
+        XCTAssertEqual(counted.during, 1, "the same words: the entry stays")
+        XCTAssertEqual(counted.after, 1)
+        let marten = try await found(h, "marten")
+        XCTAssertEqual(marten, [ids[0]])
+
+        let edited = try rewrite(ids[1]) { fields in
+            var f = fields
+            f["text"] = .string("weasel four")
+            if case .object(var data)? = f["data"] { data["text"] = .string("weasel four"); f["data"] = .object(data) }
+            return f
+        }
+        XCTAssertEqual(edited.during, 0, "new words: the old entry left before the row changed")
+        XCTAssertEqual(edited.after, 1, "and the row is indexed again with its commit")
+        let (stoat, weasel) = (try await found(h, "stoat"), try await found(h, "weasel"))
+        XCTAssertEqual(stoat, [])
+        XCTAssertEqual(weasel, [ids[1]])
+
+        // Through the engine: a reply counted on its cached parent leaves the parent found.
+        let reply = try h.simulator.postText("badger reply", from: "bob", to: .user("alice"), parentId: ids[2])
+        await waitUntil(10, "the reply cached") { h.callbacks.sync {}; return (try? h.cachedIds("alice_user_bob").contains(reply)) ?? false }
+        let (ferret, badger) = (try await found(h, "ferret"), try await found(h, "badger"))
+        XCTAssertEqual(ferret, [ids[2]])
+        XCTAssertEqual(badger, [reply])
+        try assertIndexMatchesRows(h)
+    }
+
     /// A server page read over a cached row (the edit learnt only through a read) re-indexes it;
     /// a page showing a message gone (deleted while away) takes it out of the index.
     func testAServerPageOverCachedRowsReindexesThem() async throws {

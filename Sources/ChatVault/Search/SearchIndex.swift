@@ -69,10 +69,13 @@ final class SearchIndex: Sendable {
     /// every insert in a transaction a statement journal that SQLCipher encrypts page by page
     /// (`WriteLog`), which cost the catch-up ingest two thirds of its rate (bench search).
     static let triggers = [
+        // A payload rewritten with the same words (a receipt, a reaction, a reply counted) keeps
+        // its entry: only a changed text (an edit, a deletion) or a moved row leaves the index.
         """
         CREATE TEMP TRIGGER IF NOT EXISTS search_before_update BEFORE UPDATE OF row_id, payload ON main.messages
-        WHEN (old.payload IS NOT new.payload OR old.row_id != new.row_id)
-            AND EXISTS (SELECT 1 FROM search_index_docsize WHERE docid = old.row_id)
+        WHEN EXISTS (SELECT 1 FROM search_index_docsize WHERE docid = old.row_id)
+            AND (old.row_id != new.row_id
+                 OR (old.payload IS NOT new.payload AND chatvault_search_text(old.payload) IS NOT chatvault_search_text(new.payload)))
         BEGIN DELETE FROM search_index WHERE docid = old.row_id; END
         """,
         """
