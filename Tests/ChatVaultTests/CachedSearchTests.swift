@@ -338,6 +338,43 @@ final class CachedSearchTests: XCTestCase {
         XCTAssertEqual(withLate, [late], "the reopened cache keeps its index")
     }
 
+    /// An index made under an earlier format (format 1 had prefix indexes) is emptied, made again
+    /// with this version's options on the next open and built in the background; the rows stay.
+    func testAnIndexOfAnEarlierFormatIsMadeAgain() async throws {
+        let h = try ReadHarness()
+        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 12) { "lynx \($0)" })
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: 20) }.fetchPrevious()
+        await h.vault.waitForSearchIndex()
+        var cache = try XCTUnwrap(h.vault.openCache)
+        let directory = cache.directory
+        let cacheId = cache.cacheId
+        await h.vault.logout()
+        let raw = try toolConnection(h, directory, cacheId: cacheId)
+        try raw.sync { db in
+            try db.execute("DROP TABLE search_index")
+            try db.execute("""
+                CREATE VIRTUAL TABLE search_index USING fts4(content="search_content", body,
+                    tokenize=unicode61 "remove_diacritics=1", prefix="2,3")
+                """)
+            try db.run("UPDATE kv SET value = '1' WHERE key = ?", .text(SearchIndexSchema.formatKey))
+            try db.run("INSERT OR REPLACE INTO kv (key, value) VALUES (?, 'complete')", .text(SearchIndexSchema.buildStateKey))
+        }
+        raw.close()
+        await h.login()
+        await h.vault.waitForSearchIndex()
+        cache = try XCTUnwrap(h.vault.openCache)
+        let (definition, format) = try cache.reader.sync { db in
+            (try db.scalarText("SELECT sql FROM sqlite_master WHERE name = 'search_index'") ?? "",
+             try db.scalarText("SELECT CAST(value AS TEXT) FROM kv WHERE key = ?", .text(SearchIndexSchema.formatKey)))
+        }
+        XCTAssertFalse(definition.contains("prefix"), definition)
+        XCTAssertEqual(format, SearchIndex.format)
+        let lynx = try await found(h, "lynx")
+        XCTAssertEqual(Set(lynx), Set(ids), "built again from the rows")
+        try assertIndexMatchesRows(h)
+    }
+
     /// Rows inserted in a transaction are indexed together just before it commits; a transaction
     /// that rolls back leaves nothing behind; a row written outside any transaction is indexed
     /// right after its statement; a row written by a connection without the upkeep (a tool) is

@@ -28,7 +28,7 @@ final class SearchGroundworkTests: XCTestCase {
             try db.execute("CREATE TABLE search_probe_docs (id INTEGER PRIMARY KEY, body TEXT)")
             try db.execute("""
                 CREATE VIRTUAL TABLE search_probe USING fts4(content="search_probe_docs", body,
-                    tokenize=unicode61 "remove_diacritics=1", prefix="2,3")
+                    tokenize=unicode61 "remove_diacritics=1")
                 """)
             for m in corpus.messages {
                 let body = SearchText.prepare(m.text)

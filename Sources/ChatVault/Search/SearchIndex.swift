@@ -21,9 +21,9 @@ package import VaultStore
 /// kill loses at most one batch and the next open goes on from there. It starts after ready, runs
 /// at utility priority, yields the writer between batches, and stops when the cache closes.
 final class SearchIndex: Sendable {
-    /// The version of what is indexed (`SearchText`'s rules). An index built under another is
-    /// emptied and built again.
-    static let format = "1"
+    /// The version of what is indexed (`SearchText`'s rules and the table's options). An index
+    /// built under another is emptied and built again. 2: no prefix indexes.
+    static let format = "2"
     /// Rows per build transaction.
     static let batch = 400
 

@@ -9,8 +9,8 @@ import VaultStore
 /// through the public API, each figure beside its floors measured in the same run on the same file:
 ///
 /// - **Queries** (`SearchBenchQuery.all`): one word over everything at three frequencies (rare,
-///   medium, common), two words in one conversation, a prefix of 3 letters (served by the index's
-///   prefix index) and of 5 (beyond it), the first page of 20 results of two words over
+///   medium, common), two words in one conversation, a prefix of 3 letters and of 5 (the index has
+///   no prefix index: both read every term they cover), the first page of 20 results of two words over
 ///   everything, and the common word by relevance (no budget). Each is timed three ways, in turn,
 ///   on the cache's reader connection, N runs (default 200) after 10 warm-ups, one query after
 ///   the other (so each meets SQLite's page cache as it leaves it: warm, unless its own rows do not
