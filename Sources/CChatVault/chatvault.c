@@ -14,6 +14,7 @@ void cv_error_free(cv_error *error) {
         return;
     free(error->domain);
     free(error->code);
+    free(error->details);
     /* The message may name a path: cleared before it is released. */
     if (error->message != NULL) {
         explicit_bzero(error->message, strlen(error->message));

@@ -39,9 +39,11 @@ enum CBorrow {
         return CError.library.withCString { domain in
             error.errorCode.withCString { code in
                 error.errorDescription.withCString { message in
-                    let e = cv_error(domain: UnsafeMutablePointer(mutating: domain), code: UnsafeMutablePointer(mutating: code),
-                                     message: UnsafeMutablePointer(mutating: message))
-                    return withUnsafePointer(to: e) { body($0) }
+                    string(error.details) { details in
+                        let e = cv_error(domain: UnsafeMutablePointer(mutating: domain), code: UnsafeMutablePointer(mutating: code),
+                                         message: UnsafeMutablePointer(mutating: message), details: details.map { UnsafeMutablePointer(mutating: $0) })
+                        return withUnsafePointer(to: e) { body($0) }
+                    }
                 }
             }
         }

@@ -63,11 +63,11 @@ enum CError {
     static let library = "chatvault"
 
     /// Sets `*out` to a new error (unless `out` is NULL or already holds one, as GError does).
-    static func set(_ out: ErrorOut, domain: String, code: String, message: String) {
+    static func set(_ out: ErrorOut, domain: String, code: String, message: String, details: String? = nil) {
         guard let out, out.pointee == nil else { return }
         guard let raw = malloc(MemoryLayout<cv_error>.size) else { return }
         let error = raw.bindMemory(to: cv_error.self, capacity: 1)
-        error.pointee = cv_error(domain: strdup(domain), code: strdup(code), message: strdup(message))
+        error.pointee = cv_error(domain: strdup(domain), code: strdup(code), message: strdup(message), details: details.flatMap { strdup($0) })
         out.pointee = error
     }
 
@@ -76,7 +76,7 @@ enum CError {
     }
 
     static func from(_ out: ErrorOut, _ exception: CometChatException) {
-        set(out, domain: library, code: exception.errorCode, message: exception.errorDescription)
+        set(out, domain: library, code: exception.errorCode, message: exception.errorDescription, details: exception.details)
     }
 }
 

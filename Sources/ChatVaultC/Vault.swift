@@ -136,19 +136,7 @@ final class SendCallback: @unchecked Sendable {
         let userData = state.userData.pointer
         name.withCString { stage in
             json.withCString { text in
-                if let error {
-                    CError.library.withCString { domain in
-                        error.errorCode.withCString { code in
-                            error.errorDescription.withCString { message in
-                                var e = cv_error(domain: UnsafeMutablePointer(mutating: domain), code: UnsafeMutablePointer(mutating: code),
-                                                 message: UnsafeMutablePointer(mutating: message))
-                                callback(stage, text, &e, userData)
-                            }
-                        }
-                    }
-                } else {
-                    callback(stage, text, nil, userData)
-                }
+                CBorrow.error(error) { e in callback(stage, text, e, userData) }
             }
         }
     }

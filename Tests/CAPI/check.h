@@ -45,6 +45,7 @@ static inline void expect_error(cv_error *error, const char *domain, const char 
 }
 
 static inline void expect_argument_error(cv_error *error, const char *what) {
+    CHECK(error == NULL || error->details == NULL, "%s: no details", what);
     expect_error(error, CV_ERROR_DOMAIN_ARGUMENT, "ERR_INVALID_ARGUMENT", what);
 }
 

@@ -381,8 +381,11 @@ int main(int argc, char **argv) {
         strcat(many, text);
     }
     const char *invalid[] = { "", "   ", "\"\"", "* - ( ) : ^", "-train", "-train -platform", too_long, many };
+    const char *details[] = { "empty", "empty", "empty", "empty", "onlyExclusions", "onlyExclusions", "tooLong", "tooManyTerms" };
     for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
         CHECK(cv_vault_search_cached_messages_sync(vault, invalid[i], NULL, &error) == NULL, "refused: %.40s", invalid[i]);
+        CHECK(error != NULL && error->details != NULL && strcmp(error->details, details[i]) == 0, "details of %.40s: %s", invalid[i],
+              error && error->details ? error->details : "(none)");
         expect_error(error, CV_ERROR_DOMAIN_CHATVAULT, QUERY_ERROR, invalid[i]);
         error = NULL;
     }

@@ -16,6 +16,7 @@ namespace ChatVault {
 		public string domain;
 		public string code;
 		public string message;
+		public string? details;
 	}
 
 	[CCode (cname = "cv_receiver_type", cprefix = "CV_RECEIVER_", has_type_id = false)]

@@ -28,11 +28,13 @@ __all__ = ["ChatVaultError", "OpenState", "ResetReason", "SearchCursor", "Search
 
 
 class ChatVaultError(Exception):
-    """A cv_error: domain ("chatvault", "chatvault-argument"), code (ERROR_… / ERR_…), message."""
+    """A cv_error: domain ("chatvault", "chatvault-argument"), code (ERROR_… / ERR_…), message, and
+    details (a stable word saying more, or None: for ERROR_INVALID_SEARCH_QUERY "empty",
+    "onlyExclusions", "tooLong" or "tooManyTerms")."""
 
-    def __init__(self, domain, code, message):
+    def __init__(self, domain, code, message, details=None):
         super().__init__(f"{code}: {message}")
-        self.domain, self.code, self.message = domain, code, message
+        self.domain, self.code, self.message, self.details = domain, code, message, details
 
 
 class OpenState(enum.IntEnum):
@@ -66,7 +68,7 @@ class ResetReason(enum.IntEnum):
 
 
 class _Error(ctypes.Structure):
-    _fields_ = [("domain", ctypes.c_char_p), ("code", ctypes.c_char_p), ("message", ctypes.c_char_p)]
+    _fields_ = [("domain", ctypes.c_char_p), ("code", ctypes.c_char_p), ("message", ctypes.c_char_p), ("details", ctypes.c_char_p)]
 
 
 _ErrorOut = ctypes.POINTER(ctypes.POINTER(_Error))
@@ -192,7 +194,7 @@ def _call(f, *args):
     result = f(*args, ctypes.byref(error))
     if error:
         e = error.contents
-        exc = ChatVaultError(e.domain.decode(), e.code.decode(), e.message.decode())
+        exc = ChatVaultError(e.domain.decode(), e.code.decode(), e.message.decode(), e.details.decode() if e.details else None)
         _error_free(error)
         raise exc
     return result
@@ -203,7 +205,7 @@ def _exception(error):
     if not error:
         return None
     e = error.contents
-    return ChatVaultError(e.domain.decode(), e.code.decode(), e.message.decode())
+    return ChatVaultError(e.domain.decode(), e.code.decode(), e.message.decode(), e.details.decode() if e.details else None)
 
 
 def _text(pointer):

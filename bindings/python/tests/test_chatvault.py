@@ -274,14 +274,15 @@ def test_local_search_pages_highlights_and_errors(server, tmp_path):
             assert vault.search("train", types=["image"]).hits == []
             assert len(vault.search("train", sender="bob", categories=["message"], order="relevance").hits) == 5
 
-            for hostile in ["", "  ", "-train", "x" * 2000]:
+            for hostile, details in [("", "empty"), ("  ", "empty"), ("-train", "onlyExclusions"), ("x" * 2000, "tooLong")]:
                 with pytest.raises(chatvault.ChatVaultError) as refused:
                     vault.search(hostile)
                 assert refused.value.code == "ERROR_INVALID_SEARCH_QUERY" and refused.value.domain == "chatvault"
+                assert refused.value.details == details
             assert vault.search('"; DROP TABLE messages; -- NEAR(*)').hits == []
             with pytest.raises(chatvault.ChatVaultError) as bad:
                 vault.search("train", limit=0)
-            assert bad.value.code == "ERR_INVALID_ARGUMENT"
+            assert bad.value.code == "ERR_INVALID_ARGUMENT" and bad.value.details is None
 
             # The asynchronous form, on the loop.
             found = await asyncio.wait_for(vault.search_async("train", limit=3), 20)

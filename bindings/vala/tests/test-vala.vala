@@ -134,7 +134,7 @@ int main (string[] args) {
 	check (first_page.get_message (0) != last_page.get_message (0), "two messages, each once");
 	ChatVault.Error? query_error = null;
 	check (vault.search_cached_messages_sync ("  ", null, out query_error) == null && query_error != null
-	       && query_error.code == "ERROR_INVALID_SEARCH_QUERY", "an empty query is refused");
+	       && query_error.code == "ERROR_INVALID_SEARCH_QUERY" && query_error.details == "empty", "an empty query is refused, saying why");
 	size_t async_hits = 0;
 	bool answered = false, answer_on_main = false;
 	vault.search_cached_messages ("live", null, (page, err) => {

@@ -11,7 +11,8 @@
  *   when `error` is not NULL, sets `*error` to a new cv_error the caller frees with cv_error_free()
  *   (like GError: pass NULL to ignore it; `*error` must be NULL on entry). `code` is the seeds'
  *   error code (`ERROR_INTERNET_UNAVAILABLE`, `ERROR_OFFLINE_…`) or, for bad arguments,
- *   `ERR_INVALID_ARGUMENT`; `message` is English text with no message content and no key.
+ *   `ERR_INVALID_ARGUMENT`; `message` is English text with no message content and no key;
+ *   `details` a stable word saying more where there is one (else NULL).
  * - Strings are UTF-8. A string passed in is copied (the caller keeps ownership); one returned as
  *   `char *` is the caller's, freed with cv_free(); one returned as `const char *` is static.
  *   Invalid UTF-8 is refused with an error.
@@ -60,6 +61,9 @@ typedef struct cv_error {
     char *domain;  /* CV_ERROR_DOMAIN_… */
     char *code;    /* a stable code string */
     char *message; /* English, no content, no key */
+    char *details; /* a stable word saying more, or NULL: for ERROR_INVALID_SEARCH_QUERY one of
+                    * "empty", "onlyExclusions", "tooLong", "tooManyTerms" (the Swift
+                    * exception's `details`); freed with the error */
 } cv_error;
 
 /* Frees an error and its strings (NULL is ignored). */
