@@ -87,6 +87,12 @@ final class SearchBenchTests: XCTestCase {
         }
         let ingest = try XCTUnwrap(report["ingest"] as? [String: Any])
         XCTAssertEqual(number(ingest["messages"]), 300)
+        let ftsAlone = try XCTUnwrap(ingest["ftsAloneFloor"] as? [String: Any])
+        let without = try XCTUnwrap((ingest["withoutIndex"] as? [String: Any]).flatMap { number($0["medianMessagesPerSecond"]) })
+        let floor = try XCTUnwrap(number(ftsAlone["medianMessagesPerSecond"]))
+        XCTAssertGreaterThan(floor, 0)
+        XCTAssertLessThan(floor, without, "FTS4's own time added to the ingest without the index")
+        XCTAssertGreaterThan(number(ingest["functionMicrosPerMessage"]) ?? 0, 0)
         XCTAssertEqual((ingest["triggersDropped"] as? [String])?.sorted(),
                        ["search_before_delete", "search_before_update"])
         let size = try XCTUnwrap(report["size"] as? [String: Any])

@@ -36,7 +36,11 @@ import VaultStore
 ///   them, R runs of a floor for the index's upkeep (`perPage`): the upkeep off as above, and each
 ///   page's rows indexed in the page's own transaction by one `INSERT INTO search_index … SELECT …
 ///   ORDER BY row_id` after the page is written: what keeping the index costs when FTS4 is handed
-///   a page's rows at once, in docid order, by code that knows which rows the page wrote.
+///   a page's rows at once, in docid order, by code that knows which rows the page wrote. And,
+///   after each run without the index (not timed: its rows' texts computed into a TEMP table),
+///   FTS4 alone writing those texts, page by page, one transaction each, timed: added to that
+///   run's time it is the rate no upkeep of this index can beat (`ftsAloneFloor`); and the
+///   index's function alone over the same rows (`functionMicrosPerMessage`).
 /// - **Index size** (`size`): the cache `VACUUM`ed, its pages counted; the index dropped and
 ///   recreated empty (`SearchIndexSchema.recreate`), `VACUUM`, counted again: the index's pages
 ///   are the difference (SQLCipher 3.4.1 has no `dbstat`). Then again after the rebuild below.
@@ -73,7 +77,8 @@ import VaultStore
 ///     progressCount    { runs, medianMs, p90Ms, minMs, maxMs }
 ///     ingest           { messages, pageSize, runs, withIndex, withoutIndex, perPageFloor:
 ///                          { medianMessagesPerSecond, minMessagesPerSecond, maxMessagesPerSecond },
-///                        withOverWithout, perPageFloorOverWithout, triggersDropped }
+///                        withOverWithout, perPageFloorOverWithout, ftsAloneFloor: { runs, …
+///                        msg/s }, ftsAloneFloorOverWithout, functionMicrosPerMessage, triggersDropped }
 ///     size             { pageSize, pagesWithIndex, pagesWithoutIndex, indexPages, indexOverDatabase,
 ///                        pagesAfterRebuild, rebuiltIndexPages, rebuiltIndexOverDatabase }
 ///     indexBuild       { messages, loginMs, seconds, messagesPerSecond, baselineKiB, peakKiB,
@@ -185,6 +190,10 @@ struct SearchBenchmark {
         let withIndex: [Double]
         let withoutIndex: [Double]
         let perPage: [Double]
+        /// Per run without the index: the rate had FTS4 alone written the page's texts in its
+        /// transactions (that run's time plus FTS4's), and the function's time per message.
+        let ftsAlone: [Double]
+        let functionMicros: [Double]
         let triggersDropped: [String]
 
         static func median(_ rates: [Double]) -> Double { rates.isEmpty ? .nan : TimingSummary(rates).medianMs }
@@ -193,6 +202,9 @@ struct SearchBenchmark {
         var perPageMedian: Double { Self.median(perPage) }
         var ratio: Double { withMedian / withoutMedian }
         var perPageRatio: Double { perPageMedian / withoutMedian }
+        var ftsAloneMedian: Double { Self.median(ftsAlone) }
+        var ftsAloneRatio: Double { ftsAloneMedian / withoutMedian }
+        var functionMicrosMedian: Double { Self.median(functionMicros) }
     }
 
     func run() async throws -> SearchBenchReport {
@@ -415,23 +427,37 @@ struct SearchBenchmark {
             next += count
         }
         var rates: [Ingest.Mode: [Double]] = [:]
+        var ftsAlone: [Double] = []
+        var functionMicros: [Double] = []
         var dropped: [String] = []
         let modes = Ingest.Mode.allCases
         for iteration in 0..<sizing.ingestRuns {
             for offset in modes.indices {
                 let mode = modes[(iteration + offset) % modes.count]
                 let id = "ingest-\(mode)-\(iteration)"
-                let (rate, names) = try await ingestRun(id, pages: pages, mode: mode)
-                rates[mode, default: []].append(rate)
-                if mode == .withoutIndex { dropped = names }
+                let run = try await ingestRun(id, pages: pages, mode: mode)
+                rates[mode, default: []].append(run.rate)
+                if mode == .withoutIndex {
+                    dropped = run.dropped
+                    if let floor = run.ftsAloneRate { ftsAlone.append(floor) }
+                    if let micros = run.functionMicros { functionMicros.append(micros) }
+                }
                 try? FileManager.default.removeItem(atPath: "\(root)/\(id)")
             }
         }
         return Ingest(messages: sizing.ingestMessages, pageSize: pageSize, runs: sizing.ingestRuns, withIndex: rates[.withIndex] ?? [],
-                      withoutIndex: rates[.withoutIndex] ?? [], perPage: rates[.perPage] ?? [], triggersDropped: dropped)
+                      withoutIndex: rates[.withoutIndex] ?? [], perPage: rates[.perPage] ?? [], ftsAlone: ftsAlone,
+                      functionMicros: functionMicros, triggersDropped: dropped)
     }
 
-    private func ingestRun(_ id: String, pages: [ChangeLogPage], mode: Ingest.Mode) async throws -> (Double, [String]) {
+    private struct IngestRun {
+        var rate: Double
+        var dropped: [String]
+        var ftsAloneRate: Double?
+        var functionMicros: Double?
+    }
+
+    private func ingestRun(_ id: String, pages: [ChangeLogPage], mode: Ingest.Mode) async throws -> IngestRun {
         let (vault, cache) = try await openBenchVault(id, root: root, encryption: true, user: SyncBenchLog.me)
         do {
             // The empty cache's build done before the clock starts (it must not run during the ingest).
@@ -471,22 +497,65 @@ struct SearchBenchmark {
             guard rows == sizing.ingestMessages, indexedRows == (mode == .withoutIndex ? 0 : rows) else {
                 throw CLIError.failure("the \(id) cache holds \(rows) messages, \(indexedRows) indexed, after ingesting \(sizing.ingestMessages)")
             }
+            var run = IngestRun(rate: Double(sizing.ingestMessages) / seconds, dropped: dropped)
+            if mode == .withoutIndex {
+                let (fts, function) = try Self.timeFTSAlone(pages, cache: cache)
+                run.ftsAloneRate = Double(sizing.ingestMessages) / (seconds + fts)
+                run.functionMicros = function * 1_000_000 / Double(sizing.ingestMessages)
+            }
             await vault.logout()
-            return (Double(sizing.ingestMessages) / seconds, dropped)
+            return run
         } catch {
             await vault.logout()
             throw error
         }
     }
 
-    /// The floor's upkeep: the page's messages (their server ids are the page's) indexed by one
-    /// statement, in docid order, with the engine's own function.
-    static func indexPage(_ page: ChangeLogPage, in db: Database) throws {
+    /// FTS4's own cost on a cache ingested without the index: every row's text computed into a
+    /// TEMP table (not timed), then written into the index page by page (the page's server ids),
+    /// one transaction each, in docid order: the seconds FTS4 took, and the seconds the index's
+    /// function takes over the same rows.
+    static func timeFTSAlone(_ pages: [ChangeLogPage], cache: VaultCache) throws -> (fts: Double, function: Double) {
+        let clock = ContinuousClock()
+        let function = try cache.writer.sync { db in
+            try db.execute("CREATE TEMP TABLE bench_texts (docid INTEGER PRIMARY KEY, server_id INTEGER, body TEXT)")
+            let start = clock.now
+            _ = try db.scalarInt("SELECT sum(length(\(SearchIndexSchema.function)(payload))) FROM messages")
+            let seconds = (clock.now - start).milliseconds / 1_000
+            try db.execute("INSERT INTO temp.bench_texts SELECT row_id, server_id, \(SearchIndexSchema.function)(payload) FROM messages")
+            return seconds
+        }
+        var fts = 0.0
+        for page in pages {
+            guard let (low, high) = serverIds(page) else { continue }
+            let start = clock.now
+            try cache.writer.sync { db in
+                try db.transaction {
+                    try db.run("""
+                        INSERT INTO search_index (docid, body) SELECT docid, body FROM temp.bench_texts
+                        WHERE server_id BETWEEN ? AND ? ORDER BY docid
+                        """, .int(low), .int(high))
+                }
+            }
+            fts += (clock.now - start).milliseconds / 1_000
+        }
+        return (fts, function)
+    }
+
+    /// The lowest and highest server id of a page's messages.
+    static func serverIds(_ page: ChangeLogPage) -> (Int64, Int64)? {
         let ids = page.changes.compactMap { change -> Int64? in
             if case .messageUpserted(let wire) = change { return wire["id"]?.intValue }
             return nil
         }
-        guard let low = ids.min(), let high = ids.max() else { return }
+        guard let low = ids.min(), let high = ids.max() else { return nil }
+        return (low, high)
+    }
+
+    /// The floor's upkeep: the page's messages (their server ids are the page's) indexed by one
+    /// statement, in docid order, with the engine's own function.
+    static func indexPage(_ page: ChangeLogPage, in db: Database) throws {
+        guard let (low, high) = serverIds(page) else { return }
         try db.run("""
             INSERT INTO search_index (docid, body) SELECT row_id, \(SearchIndexSchema.function)(payload) FROM messages
             WHERE server_id BETWEEN ? AND ? ORDER BY row_id
