@@ -46,6 +46,17 @@ final class CachedSearchTests: XCTestCase {
     }
 
     /// A connection to the cache's file with its key, as a tool would open it (no triggers).
+    /// Alice logged in with a conversation with bob of `count` messages (`text(i)`) read into her
+    /// cache; the ids in order. `waitForIndex`: until the index holds them.
+    func cachedConversation(_ h: ReadHarness, count: Int, limit: Int, waitForIndex: Bool = true,
+                            _ text: (Int) -> String) async throws -> [Int] {
+        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: count, text: text))
+        await h.login()
+        _ = await h.messages { $0.set(uid: "bob").set(limit: limit) }.fetchPrevious()
+        if waitForIndex { await h.vault.waitForSearchIndex() }
+        return ids
+    }
+
     func toolConnection(_ h: ReadHarness, _ directory: CacheDirectory, cacheId: String) throws -> DatabaseQueue {
         guard case .valid(let manifest) = ManifestFile.read(directory: directory.path),
               case .found(let key, _) = h.keyStore.lookup(KeyItemID(applicationId: "org.chatvault.readtests", account: directory.account,
@@ -73,9 +84,7 @@ final class CachedSearchTests: XCTestCase {
     /// message out; both at once (the same transaction as the row).
     func testEditsAndDeletesAreReflectedAtOnce() async throws {
         let h = try ReadHarness()
-        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 3) { ["alpha one", "beta two", "gamma three"][$0] })
-        await h.login()
-        _ = await h.messages { $0.set(uid: "bob").set(limit: 10) }.fetchPrevious()
+        let ids = try await cachedConversation(h, count: 3, limit: 10, waitForIndex: false) { ["alpha one", "beta two", "gamma three"][$0] }
         let alpha = try await found(h, "alpha")
         XCTAssertEqual(alpha, [ids[0]])
 
@@ -111,10 +120,7 @@ final class CachedSearchTests: XCTestCase {
     /// takes the row out (and the commit puts it back with its new words).
     func testARewriteWithTheSameWordsKeepsItsEntryAndAnEditReplacesIt() async throws {
         let h = try ReadHarness()
-        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 3) { ["marten one", "stoat two", "ferret three"][$0] })
-        await h.login()
-        _ = await h.messages { $0.set(uid: "bob").set(limit: 10) }.fetchPrevious()
-        await h.vault.waitForSearchIndex()
+        let ids = try await cachedConversation(h, count: 3, limit: 10) { ["marten one", "stoat two", "ferret three"][$0] }
         let cache = try XCTUnwrap(h.vault.openCache)
         let indexedSQL = "SELECT count(*) FROM search_index_docsize WHERE docid = (SELECT row_id FROM messages WHERE server_id = ?)"
         func rewrite(_ id: Int, _ change: @escaping @Sendable ([String: JSONValue]) -> [String: JSONValue]) throws -> (during: Int64?, after: Int64?) {
@@ -161,9 +167,7 @@ final class CachedSearchTests: XCTestCase {
     /// a page showing a message gone (deleted while away) takes it out of the index.
     func testAServerPageOverCachedRowsReindexesThem() async throws {
         let h = try ReadHarness()
-        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 3) { ["otter one", "heron two", "egret three"][$0] })
-        await h.login()
-        _ = await h.messages { $0.set(uid: "bob").set(limit: 10) }.fetchPrevious()
+        let ids = try await cachedConversation(h, count: 3, limit: 10, waitForIndex: false) { ["otter one", "heron two", "egret three"][$0] }
         try h.whileAway { try h.simulator.edit(ids[0], to: .text("badger four")) }
         _ = await h.messages { $0.set(uid: "bob").set(limit: 10) }.fetchPrevious()
         let otter = try await found(h, "otter")
@@ -177,9 +181,7 @@ final class CachedSearchTests: XCTestCase {
     /// empties the index with the rows, and what arrives afterwards is found again.
     func testEvictionAndClearAreReflectedAtOnce() async throws {
         let h = try ReadHarness(configure: { $0.setMaxMessagesPerConversation(2) })
-        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 4) { "word\($0) common" })
-        await h.login()
-        _ = await h.messages { $0.set(uid: "bob").set(limit: 10) }.fetchPrevious()
+        let ids = try await cachedConversation(h, count: 4, limit: 10, waitForIndex: false) { "word\($0) common" }
         let before = try await found(h, "common")
         XCTAssertEqual(before.sorted(), ids)
         await h.vault.evictNow()
@@ -307,10 +309,7 @@ final class CachedSearchTests: XCTestCase {
     /// the import is found.
     func testTheIndexComesAlongWithRotationExportAndImport() async throws {
         let h = try ReadHarness()
-        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 40) { "lantern \($0)" })
-        await h.login()
-        _ = await h.messages { $0.set(uid: "bob").set(limit: 50) }.fetchPrevious()
-        await h.vault.waitForSearchIndex()
+        let ids = try await cachedConversation(h, count: 40, limit: 50) { "lantern \($0)" }
         func lanterns() async throws -> [Int] { try await found(h, "lantern").sorted() }
         let before = try await lanterns()
         XCTAssertEqual(before, ids)
@@ -342,10 +341,7 @@ final class CachedSearchTests: XCTestCase {
     /// with this version's options on the next open and built in the background; the rows stay.
     func testAnIndexOfAnEarlierFormatIsMadeAgain() async throws {
         let h = try ReadHarness()
-        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 12) { "lynx \($0)" })
-        await h.login()
-        _ = await h.messages { $0.set(uid: "bob").set(limit: 20) }.fetchPrevious()
-        await h.vault.waitForSearchIndex()
+        let ids = try await cachedConversation(h, count: 12, limit: 20) { "lynx \($0)" }
         var cache = try XCTUnwrap(h.vault.openCache)
         let directory = cache.directory
         let cacheId = cache.cacheId
@@ -381,10 +377,7 @@ final class CachedSearchTests: XCTestCase {
     /// found by the next session's check and indexed.
     func testDeferredRowsCommitWithTheirTransactionAndMissedRowsAreCaughtUp() async throws {
         let h = try ReadHarness()
-        let ids = Array(try h.simulator.seedConversation(between: "alice", and: "bob", count: 30) { "puffin \($0)" })
-        await h.login()
-        _ = await h.messages { $0.set(uid: "bob").set(limit: 50) }.fetchPrevious()
-        await h.vault.waitForSearchIndex()
+        let ids = try await cachedConversation(h, count: 30, limit: 50) { "puffin \($0)" }
         let cache = try XCTUnwrap(h.vault.openCache)
         struct Abandon: Error {}
         let copyRow = """
