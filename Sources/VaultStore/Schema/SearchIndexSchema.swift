@@ -9,9 +9,9 @@
 ///   about 1 ms off a 3-letter prefix query that takes 4.4 ms without them). FTS4 reads
 ///   the view only to remove a row's old words (and for `rebuild`); a query reads the index alone.
 ///
-/// Who keeps it: the engine's writer connection (ChatVault's `SearchIndex` installs triggers on it),
-/// so a connection without the function (a tool, a test, a key change copying the file) never has
-/// to compute it. An index that misses rows is built in the background from `buildStateKey`'s
+/// Who keeps it: the engine's writer connection (ChatVault's `SearchIndex` installs triggers and
+/// an update hook on it), so a connection without the function (a tool, a test, a key change
+/// copying the file) never has to compute it. An index that misses rows is built in the background from `buildStateKey`'s
 /// cursor; one that is damaged is dropped and recreated with `recreate` (never a reset of the cache).
 package enum SearchIndexSchema {
     /// The FTS4 table.
