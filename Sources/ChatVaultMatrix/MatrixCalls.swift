@@ -185,10 +185,19 @@ extension MatrixBackend {
 
     /// Every joined room with a message among its latest events, newest first.
     func allConversations() async throws(BackendError) -> [JSONValue] {
-        let answer = try await call("GET", "/_matrix/client/v3/sync", query: [("timeout", "0"), ("filter", Self.syncFilter(timelineLimit: 20))])
+        try await joinedConversations(rooms: nil).sorted { $0.0 > $1.0 }.map(\.1)
+    }
+
+    /// The joined rooms of one `/sync` answer (`rooms`: only those) with a message among their 20
+    /// latest events, as conversations, each with its last message's id (it follows the server
+    /// time to 16 ms: the list's order).
+    private func joinedConversations(rooms: [String]?) async throws(BackendError) -> [(Int64, JSONValue)] {
+        let answer = try await call("GET", "/_matrix/client/v3/sync",
+                                    query: [("timeout", "0"), ("filter", Self.syncFilter(timelineLimit: 20, rooms: rooms))])
         if let events = answer.json["account_data"]?["events"]?.arrayValue { applyAccountData(events) }
         var items: [(Int64, JSONValue)] = []
         for (room, value) in (answer.json["rooms"]?["join"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) where MatrixIds.isRoomId(room) {
+            guard rooms?.contains(room) ?? true else { continue }
             let events = value["timeline"]?["events"]?.arrayValue ?? []
             var last: JSONValue?
             let changes = try await interpret(events, room: room)
@@ -199,10 +208,9 @@ extension MatrixBackend {
             guard let last else { continue }
             let unread = value["unread_notifications"]?["notification_count"]?.intValue ?? 0
             guard let conversation = conversation(room: room, last: last, unread: unread) else { continue }
-            // Ordered by the last message's id: it follows the server time to 16 ms (seconds tie).
             items.append((last["id"]?.intValue ?? 0, conversation))
         }
-        return items.sorted { $0.0 > $1.0 }.map(\.1)
+        return items
     }
 
     /// A room as the engine's conversation, with its last message.
@@ -226,17 +234,16 @@ extension MatrixBackend {
         return .object(o)
     }
 
-    /// One conversation: from the list (every room, not one page of it); a room whose latest
-    /// events hold no message answers from its newest message. 404 only when the server has no
-    /// room for it, or no message in it.
+    /// One conversation: its room found (a group's id is its room; a user's from `m.direct`), then
+    /// that room alone read (a `/sync` filtered to it: its latest events and unread count, never
+    /// the whole list); a room whose latest events hold no message answers from its newest
+    /// message. 404 only when the server has no room for it, or no message in it.
     public func conversation(with id: String, type: ConversationType) async throws(BackendError) -> JSONValue {
-        let me = self.me
-        let wanted = (type == .group ? ConversationID.group(id) : ConversationID.direct(me, id)).rawValue
-        if let found = try await allConversations().first(where: { $0["conversationId"]?.stringValue == wanted }) { return found }
         let scope: MessageScope = type == .group ? .group(id) : .user(id)
         guard let room = try await room(for: scope, create: false) else {
             throw .server(status: 404, code: "ERR_CONVERSATION_NOT_FOUND", message: "no such conversation")
         }
+        if let found = try await joinedConversations(rooms: [room]).first?.1 { return found }
         var query = MessageQuery()
         query.scope = scope
         query.limit = 1

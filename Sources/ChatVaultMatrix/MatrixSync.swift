@@ -20,12 +20,17 @@ enum MatrixChange: Sendable {
 
 extension MatrixBackend {
     /// The inline `/sync` filter: the rooms' timelines (at most `limit` events each), the user's
-    /// account data (`m.direct`), no presence.
-    static func syncFilter(timelineLimit: Int, receipts: Bool = false) -> String {
+    /// account data (`m.direct`), no presence. `rooms`: only those rooms (one conversation's
+    /// lookup), else every room.
+    static func syncFilter(timelineLimit: Int, receipts: Bool = false, rooms: [String]? = nil) -> String {
+        var room: [String: JSONValue] = [
+            "timeline": ["limit": .int(Int64(timelineLimit))],
+            "state": ["lazy_load_members": true],
+            "ephemeral": ["types": receipts ? ["m.receipt"] : []],
+        ]
+        if let rooms { room["rooms"] = .array(rooms.map { .string($0) }) }
         let filter: JSONValue = [
-            "room": ["timeline": ["limit": .int(Int64(timelineLimit))],
-                     "state": ["lazy_load_members": true],
-                     "ephemeral": ["types": receipts ? ["m.receipt"] : []]],
+            "room": .object(room),
             "presence": ["types": []],
             "account_data": ["types": ["m.direct"]],
         ]

@@ -408,6 +408,32 @@ final class MatrixRelationTests: XCTestCase {
                        "the newest 100 in order; all 130 sent before the join are cached")
     }
 
+    /// A lookup reads its own room (a `/sync` filtered to it), never the whole list: one request,
+    /// a fraction of the list's bytes, the same conversation the list gives.
+    func testALookupReadsItsOwnRoomNotTheWholeList() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        var rooms: [String] = []
+        for i in 0..<6 {
+            let (bob, room) = try await group(for: session)
+            for j in 0..<4 { _ = try await bob.sendText("room \(i) message \(j)", room: room) }
+            rooms.append(room)
+        }
+        let backend = MatrixBackend(homeserver: try TestHomeserver.url(), session: session)
+        let beforeList = backend.statistics
+        let list = try await backend.conversations(ConversationQuery()).items
+        let listBytes = backend.statistics.bytes - beforeList.bytes
+        let listed = try XCTUnwrap(list.first { $0["conversationId"]?.stringValue == "group_\(rooms[2])" })
+
+        let before = backend.statistics
+        let found = try await backend.conversation(with: rooms[2], type: .group)
+        let after = backend.statistics
+        XCTAssertEqual(found["lastMessage"]?["data"]?["text"]?.stringValue, "room 2 message 3")
+        XCTAssertEqual(found["lastMessage"]?["id"], listed["lastMessage"]?["id"], "the list's own answer for that room")
+        XCTAssertEqual(found["unreadMessageCount"], listed["unreadMessageCount"])
+        XCTAssertEqual(after.requests - before.requests, 1, "the room's own /sync, nothing else")
+        XCTAssertLessThan(after.bytes - before.bytes, listBytes / 3, "one room of six read (\(after.bytes - before.bytes) against \(listBytes) bytes)")
+    }
+
     func testALookupFindsAConversationWhoseLatestEventsHoldNoMessage() async throws {
         let (session, _) = try await TestHomeserver.session("alice")
         let (bob, room) = try await group(for: session)
