@@ -68,6 +68,8 @@ public final class MatrixBackend: ChatBackend {
         var loop: Task<Void, Never>?
         var connection = 0
         var connected = false
+        /// Whether the homeserver serves simplified sliding sync (nil: not asked yet).
+        var slidingSync: Bool?
     }
 
     /// The code of `.server(501, …)`, answered by every call without a Matrix counterpart.

@@ -176,11 +176,20 @@ extension MatrixBackend {
 
     // MARK: - Conversations
 
-    /// The joined rooms with a message among their 20 latest events, newest first, as conversations
-    /// (direct rooms as conversations with their user), up to `limit`, in one page; the other
-    /// `ConversationQuery` filters are not applied (the engine's cached phase applies them).
+    /// The joined rooms with a message among their 20 latest events, most recent first, as
+    /// conversations (direct rooms as conversations with their user). Where the homeserver serves
+    /// simplified sliding sync (MSC4186), one window of its room list per page, `limit` rooms
+    /// wide, with a cursor to the next (`MatrixRoomList`); elsewhere every room from one `/sync`,
+    /// the first `limit` of them, in one page. The other `ConversationQuery` filters are not
+    /// applied (the engine's cached phase applies them).
+    /// - Throws: 400 `ERR_INVALID_CURSOR` for a cursor this backend did not give.
     public func conversations(_ query: ConversationQuery) async throws(BackendError) -> WirePage {
-        WirePage(items: Array(try await allConversations().prefix(max(query.limit, 1))), nextCursor: nil)
+        let limit = min(max(query.limit, 1), MatrixRoomList.maxWindow)
+        if await offersSlidingSync() {
+            return try await slidingConversations(from: try MatrixRoomList.offset(of: query.cursor), limit: limit)
+        }
+        guard query.cursor == nil else { throw MatrixRoomList.invalidCursor }
+        return WirePage(items: Array(try await allConversations().prefix(limit)), nextCursor: nil)
     }
 
     /// Every joined room with a message among its latest events, newest first.
@@ -191,26 +200,32 @@ extension MatrixBackend {
     /// The joined rooms of one `/sync` answer (`rooms`: only those) with a message among their 20
     /// latest events, as conversations, each with its last message's id (it follows the server
     /// time to 16 ms: the list's order).
-    private func joinedConversations(rooms: [String]?) async throws(BackendError) -> [(Int64, JSONValue)] {
+    func joinedConversations(rooms: [String]?) async throws(BackendError) -> [(Int64, JSONValue)] {
         let answer = try await call("GET", "/_matrix/client/v3/sync",
                                     query: [("timeout", "0"), ("filter", Self.syncFilter(timelineLimit: 20, rooms: rooms))])
         if let events = answer.json["account_data"]?["events"]?.arrayValue { applyAccountData(events) }
         var items: [(Int64, JSONValue)] = []
         for (room, value) in (answer.json["rooms"]?["join"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) where MatrixIds.isRoomId(room) {
             guard rooms?.contains(room) ?? true else { continue }
-            let events = value["timeline"]?["events"]?.arrayValue ?? []
-            var last: JSONValue?
-            let changes = try await interpret(events, room: room)
-            note(changes.map(\.change))
-            for change in changes {
-                if case .message(let m, _) = change.change { last = m }
-            }
-            guard let last else { continue }
             let unread = value["unread_notifications"]?["notification_count"]?.intValue ?? 0
-            guard let conversation = conversation(room: room, last: last, unread: unread) else { continue }
-            items.append((last["id"]?.intValue ?? 0, conversation))
+            if let item = try await listed(room: room, events: value["timeline"]?["events"]?.arrayValue ?? [], unread: unread) {
+                items.append(item)
+            }
         }
         return items
+    }
+
+    /// A room of a list as a conversation: its timeline's newest message as the last message (nil
+    /// when those events hold none), with that message's id for the list's order.
+    func listed(room: String, events: [JSONValue], unread: Int64) async throws(BackendError) -> (Int64, JSONValue)? {
+        var last: JSONValue?
+        let changes = try await interpret(events, room: room)
+        note(changes.map(\.change))
+        for change in changes {
+            if case .message(let m, _) = change.change { last = m }
+        }
+        guard let last, let conversation = conversation(room: room, last: last, unread: unread) else { return nil }
+        return (last["id"]?.intValue ?? 0, conversation)
     }
 
     /// A room as the engine's conversation, with its last message.

@@ -233,4 +233,57 @@ final class MatrixHostileServerTests: XCTestCase {
         XCTAssertTrue(vault.isOfflineEnabled())
         await vault.logout()
     }
+
+    /// A homeserver without sliding sync gets the list from `/sync` (one page, no cursor, a cursor
+    /// refused); one that offers it and then answers the window with junk (rooms that are not room
+    /// ids, repeats, a count no integer holds, rooms of the wrong shape) costs a page, never a
+    /// crash: only real room ids are read, at most the page's limit of them.
+    func testTheRoomListFallsBackToSyncAndAHostileWindowIsBounded() async throws {
+        let message = #"{"type":"m.room.message","event_id":"$m1","sender":"@bob:hostile","origin_server_ts":1780000000000,"content":{"msgtype":"m.text","body":"hello"}}"#
+        let sync = #"{"next_batch":"s2","rooms":{"join":{"!room:hostile":{"timeline":{"events":[\#(message)]},"unread_notifications":{"notification_count":2}}}}}"#
+        var script = Self.baseline
+        script[Self.sync] = Self.answer(sync)
+        script["/_matrix/client/versions"] = Self.answer(#"{"versions":["v1.11"],"unstable_features":{"org.matrix.simplified_msc3575":false}}"#)
+        let server = try HostileServer(script)
+        let plain = try await backend(server)
+        var query = ConversationQuery()
+        query.limit = 5
+        let page = try await plain.conversations(query)
+        XCTAssertEqual(page.items.compactMap { $0["conversationId"]?.stringValue }, ["group_!room:hostile"])
+        XCTAssertEqual(page.items.first?["unreadMessageCount"]?.intValue, 2)
+        XCTAssertNil(page.nextCursor, "from /sync: every room in one page")
+        for cursor in ["ss:5", "", "ss:-1", "ss:abc", "offset:5", String(repeating: "9", count: 40)] {
+            query.cursor = cursor
+            await expect("ERR_INVALID_CURSOR", status: 400) { () async throws(BackendError) in _ = try await plain.conversations(query) }
+        }
+
+        script["/_matrix/client/versions"] = Self.answer(#"{"versions":["v1.11"],"unstable_features":{"org.matrix.simplified_msc3575":true}}"#)
+        script[MatrixRoomListPath.path] = Self.answer(#"""
+            {"pos":"p1","lists":{"conversations":{"count":1e300,"ops":[{"op":"SYNC","room_ids":["not-a-room",5,null,"!room:hostile","!room:hostile","!x:hostile","!y:hostile"]},"junk"]}},
+             "rooms":"junk","extensions":{"account_data":{"global":"junk"}}}
+            """#)
+        try server.set(script)
+        let sliding = try await backend(server)
+        query.cursor = nil
+        query.limit = 2
+        let window = try await sliding.conversations(query)
+        XCTAssertEqual(window.items.compactMap { $0["conversationId"]?.stringValue }, ["group_!room:hostile"],
+                       "two real room ids read (the page's limit); the one with a message listed")
+        XCTAssertNil(window.nextCursor, "a count that is no integer promises no next page")
+        for junk in [#"[]"#, #"{"lists":"x","rooms":{"!room:hostile":7}}"#, #"{"lists":{"conversations":{"count":-5,"ops":[{"op":"SYNC","room_ids":"x"}]}}}"#] {
+            script[MatrixRoomListPath.path] = Self.answer(junk)
+            try server.set(script)
+            do {
+                let odd = try await sliding.conversations(query)
+                XCTAssertNil(odd.nextCursor, junk)
+            } catch {
+                guard case .server(502, "ERR_MATRIX_BAD_RESPONSE", _) = error else { return XCTFail("\(junk): \(error)") }
+            }
+        }
+    }
+}
+
+/// The sliding sync path the backend asks (the hostile server answers by path).
+enum MatrixRoomListPath {
+    static let path = "/_matrix/client/unstable/org.matrix.simplified_msc3575/sync"
 }

@@ -408,6 +408,56 @@ final class MatrixRelationTests: XCTestCase {
                        "the newest 100 in order; all 130 sent before the join are cached")
     }
 
+    /// Where the homeserver serves sliding sync (Synapse does), the list is read a window at a
+    /// time, most recent first: pages of `limit` rooms with a cursor to the next, every room once,
+    /// each as the full `/sync` list renders it (its last message and unread count), two requests
+    /// a page however many rooms the user has.
+    func testTheRoomListIsReadAWindowAtATimeMostRecentFirst() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        var rooms: [String] = []
+        for i in 0..<7 {
+            let (bob, room) = try await group(for: session)
+            for j in 0...(i % 3) { _ = try await bob.sendText("room \(i) message \(j)", room: room) }
+            rooms.append(room)
+        }
+        let backend = MatrixBackend(homeserver: try TestHomeserver.url(), session: session)
+        // Each room as `/sync` renders it (its own lookup), for comparison.
+        var whole: [JSONValue] = []
+        for room in rooms { whole.append(try await backend.conversation(with: room, type: .group)) }
+
+        var query = ConversationQuery()
+        query.limit = 3
+        var pages: [[JSONValue]] = []
+        var requests: [Int] = []
+        repeat {
+            let before = backend.statistics.requests
+            let page = try await backend.conversations(query)
+            requests.append(backend.statistics.requests - before)
+            pages.append(page.items)
+            query.cursor = page.nextCursor
+        } while query.cursor != nil && pages.count < 10
+        XCTAssertEqual(pages.map(\.count), [3, 3, 1], "windows of three")
+        XCTAssertEqual(Array(requests.dropFirst()), [2, 2], "the window, then its rooms: two requests a page")
+        XCTAssertLessThanOrEqual(requests.first ?? 0, 3, "the first page also asks /versions once")
+        let ids = pages.flatMap { $0.compactMap { $0["conversationId"]?.stringValue } }
+        XCTAssertEqual(ids, rooms.reversed().map { "group_\($0)" }, "most recent first, every room once")
+        let byId = Dictionary(uniqueKeysWithValues: whole.compactMap { c in c["conversationId"]?.stringValue.map { ($0, c) } })
+        for item in pages.joined() {
+            let id = item["conversationId"]?.stringValue ?? "?"
+            XCTAssertEqual(item["lastMessage"]?["id"], byId[id]?["lastMessage"]?["id"], id)
+            XCTAssertEqual(item["unreadMessageCount"], byId[id]?["unreadMessageCount"], id)
+        }
+        XCTAssertEqual(pages.first?.first?["unreadMessageCount"]?.intValue, 1, "room 6 holds one message: one unread")
+
+        query.cursor = "ss:nope"
+        do {
+            _ = try await backend.conversations(query)
+            XCTFail("a cursor this backend did not give")
+        } catch {
+            guard case .server(400, "ERR_INVALID_CURSOR", _) = error else { return XCTFail("\(error)") }
+        }
+    }
+
     /// A lookup reads its own room (a `/sync` filtered to it), never the whole list: one request,
     /// a fraction of the list's bytes, the same conversation the list gives.
     func testALookupReadsItsOwnRoomNotTheWholeList() async throws {
