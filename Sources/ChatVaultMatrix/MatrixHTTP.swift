@@ -138,7 +138,7 @@ final class MatrixHTTP: Sendable {
     private func perform(_ request: URLRequest, counted: Bool = true) async throws(BackendError) -> (Data, URLResponse) {
         let started = ContinuousClock.now
         do {
-            let answer = try await session.data(for: request)
+            let answer = try await Self.data(for: request, in: session)
             let elapsed = ContinuousClock.now - started
             if counted { statistics.withLock { s in
                 s.requests += 1
@@ -206,5 +206,62 @@ final class MatrixHTTP: Sendable {
         let seconds = date.timeIntervalSince1970
         guard seconds.isFinite, seconds >= 0, seconds < Double(WireLimits.maxWireNumber) else { return nil }
         return Int64(seconds)
+    }
+}
+
+extension MatrixHTTP {
+    /// `session.data(for:)`, cancellable without the deadlock of FoundationNetworking's own: its
+    /// cancellation handler cancels the `URLSessionTask` synchronously on the session's queue while
+    /// it holds the Swift task's status lock, and the session's queue, finishing that request at
+    /// the same moment, waits for the same lock to resume the awaiting task — both wait forever
+    /// (seen as a `logout()` that never returned: `MatrixBackend.logout` cancels the realtime
+    /// loop mid-request; gdb showed `URLSessionTask.cancel` in `swift_task_cancel` on one thread
+    /// and `CheckedContinuation.resume` in `withStatusRecordLock` on the other). Here the handler
+    /// only hands the cancel to another queue and returns.
+    static func data(for request: URLRequest, in session: URLSession) async throws -> (Data, URLResponse) {
+        let pending = PendingRequest()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
+                let task = session.dataTask(with: request) { data, response, error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let data, let response {
+                        continuation.resume(returning: (data, response))
+                    } else {
+                        continuation.resume(throwing: URLError(.badServerResponse))
+                    }
+                }
+                pending.start(task)
+            }
+        } onCancel: {
+            pending.cancel()
+        }
+    }
+}
+
+/// A request's `URLSessionDataTask`, cancelled off the cancelling thread (`MatrixHTTP.data`),
+/// also when the cancel comes before the task exists.
+private final class PendingRequest: Sendable {
+    private let state = Mutex<(task: URLSessionDataTask?, cancelled: Bool)>((nil, false))
+
+    func start(_ task: URLSessionDataTask) {
+        let cancelled = state.withLock { s -> Bool in
+            s.task = task
+            return s.cancelled
+        }
+        task.resume()
+        if cancelled { Self.cancelSoon(task) }
+    }
+
+    func cancel() {
+        let task = state.withLock { s -> URLSessionDataTask? in
+            s.cancelled = true
+            return s.task
+        }
+        if let task { Self.cancelSoon(task) }
+    }
+
+    private static func cancelSoon(_ task: URLSessionDataTask) {
+        DispatchQueue.global().async { task.cancel() }
     }
 }

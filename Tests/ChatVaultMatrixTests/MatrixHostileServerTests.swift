@@ -3,6 +3,7 @@ import ChatVaultMatrix
 import ChatVaultTesting
 import Foundation
 import VaultKeys
+import Synchronization
 import XCTest
 
 /// A homeserver that answers whatever the test scripts (Scripts/lib/hostile-homeserver.py):
@@ -232,6 +233,37 @@ final class MatrixHostileServerTests: XCTestCase {
         }
         XCTAssertTrue(vault.isOfflineEnabled())
         await vault.logout()
+    }
+
+    /// Logging out while the realtime long-poll's answers keep arriving never hangs: cancelling a
+    /// request at the moment it completes deadlocked FoundationNetworking's own `data(for:)` (a
+    /// CI run hung in `logout()`; `MatrixHTTP.data` hands the cancel to another queue). 150 rounds
+    /// of connect and logout against answers 1 ms apart, watched by a deadline. A stress test of
+    /// a race: without the fix it passed two local runs in a row, so it catches a regression only
+    /// some of the time; the hang it guards against was seen in a full CI run.
+    func testLoggingOutMidRequestNeverHangs() async throws {
+        var script = Self.baseline
+        script[Self.sync] = Self.answer(#"{"next_batch":"s1"}"#, delay: 0.001)
+        let server = try HostileServer(script)
+        let backend = try await backend(server)
+        final class Rounds: Sendable { let done = Mutex(0) }
+        let rounds = Rounds()
+        let me = Self.me
+        let work = Task {
+            for i in 0..<150 {
+                _ = try? await backend.login(userId: me)
+                try? await backend.connect()
+                try? await Task.sleep(for: .microseconds(i % 7 * 500))
+                await backend.logout()
+                rounds.done.withLock { $0 += 1 }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(120)
+        while rounds.done.withLock({ $0 }) < 150, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        XCTAssertEqual(rounds.done.withLock { $0 }, 150, "every logout returned (a hang stops the count)")
+        if rounds.done.withLock({ $0 }) == 150 { await work.value }
     }
 
     /// A homeserver without sliding sync gets the list from `/sync` (one page, no cursor, a cursor
