@@ -1,3 +1,4 @@
+import ChatVaultSimulator
 import Foundation
 
 /// The text of the messages `chatvault bench search` searches: chat-like bodies whose words repeat
@@ -89,11 +90,11 @@ enum SearchBenchText {
 
     /// The body of message `i`.
     static func body(_ i: Int) -> String {
-        var random = SplitMix64(seed: UInt64(truncatingIfNeeded: i) &+ 0x5EA2C4)
-        let count = min(60, 2 + Int(-log(1 - random.unit()) * 10))
+        var random = SeededGenerator(seed: UInt64(truncatingIfNeeded: i) &+ 0x5EA2C4)
+        let count = min(60, 2 + Int(-log(1 - random.nextUnit()) * 10))
         var text = ""
         for w in 0..<count {
-            var word = vocabulary[sample(random.unit())]
+            var word = vocabulary[sample(random.nextUnit())]
             if w == 0, let first = word.first { word = first.uppercased() + word.dropFirst() }
             if w > 0 { text += random.next() % 9 == 0 ? ", " : " " }
             text += word
@@ -116,22 +117,4 @@ enum SearchBenchText {
         }
         return lo
     }
-}
-
-/// A small, fast, reproducible pseudo-random generator (SplitMix64).
-struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }
