@@ -162,7 +162,7 @@ final class SearchIndex: Sendable {
     /// when none is open.
     func progress() -> SearchIndexProgress? {
         guard let cache = session.openCache else { return nil }
-        return try? cache.reader.sync { db in try Self.measure(db) }
+        return try? cache.reader.sync { db in try SearchIndexRows.progress(in: db) }
     }
 
     /// Waits until the open cache's index is complete (or the cache closes).
@@ -187,11 +187,6 @@ final class SearchIndex: Sendable {
             return s.waiters
         }
         for waiter in woken { waiter.resume() }
-    }
-
-    /// Progress read from the file (`SearchIndexRows.progress`).
-    static func measure(_ db: Database) throws -> SearchIndexProgress {
-        try SearchIndexRows.progress(in: db)
     }
 
     private func build(_ cache: VaultCache) async {
@@ -256,7 +251,7 @@ final class SearchIndex: Sendable {
                 try db.run("DELETE FROM kv WHERE key = ?", .text(SearchIndexSchema.buildStateKey))
                 stateText = nil
             }
-            if stateText == "complete" { return try Self.measure(db) }
+            if stateText == "complete" { return try SearchIndexRows.progress(in: db) }
             let cursor = stateText.flatMap { Int64($0) } ?? Int64.min
             let end = try db.scalarInt("SELECT max(row_id) FROM (SELECT row_id FROM messages WHERE row_id > ? ORDER BY row_id LIMIT \(batch))",
                                        .int(cursor))
@@ -271,7 +266,7 @@ final class SearchIndex: Sendable {
             } else {
                 try db.run("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", .text(SearchIndexSchema.buildStateKey), .text("complete"))
             }
-            return try Self.measure(db)
+            return try SearchIndexRows.progress(in: db)
         }
     }
 }
