@@ -117,8 +117,8 @@ final class SyncPageRowsTests: XCTestCase {
     /// A randomized change log, in pages: new messages from several senders across ten
     /// conversations (alice's own among them, thread replies, mentions, some older than a cached
     /// summary), edits, reads, server deletions as upserts and by id (of cached messages and of
-    /// unknown ones), re-deliveries, echoes of an outbox row, a local id a cached message holds,
-    /// and removed conversations.
+    /// unknown ones), receipts (alice's own and peers'), re-deliveries, echoes of an outbox row, a
+    /// local id a cached message holds, and removed conversations.
     static func log(seed: UInt64, changes count: Int, thenRemoving removed: [Int] = []) -> [[ChangeLogEntry]] {
         var random = Random(state: seed)
         var known: [Int: [String: JSONValue]] = [:]
@@ -183,6 +183,20 @@ final class SyncPageRowsTests: XCTestCase {
                 let fields = message(id: nextId, conversation: 1, sender: me, sentAt: clock, text: "echo", localId: "outbox-1")
                 nextId += 1
                 entries.append(.messageUpserted(.object(fields)))
+            } else if roll < 95 {
+                // A receipt up to a message: alice's own read (from another device), or a peer's
+                // read or delivery of a one-to-one conversation (a group's peer receipt changes nothing).
+                let id = known.keys.sorted()[random.int(known.count)]
+                guard let fields = known[id], let c = fields["conversationId"]?.stringValue,
+                      let index = (0..<conversations).first(where: { conversationId($0) == c }) else { continue }
+                let group = index >= peers.count
+                let own = random.chance(50)
+                let who = own ? me : (group ? peers[random.int(peers.count)] : peers[index])
+                let type = own || random.chance(50) ? "read" : "delivered"
+                entries.append(.receipt(["messageId": .int(Int64(id)), "sender": ["uid": .string(who)],
+                                         "receiverId": .string(group ? groups[index - peers.count] : (own ? peers[index] : me)),
+                                         "receiverType": .string(group ? "group" : "user"), "conversationId": .string(c),
+                                         "receiptType": .string(type), "timestamp": .int(clock)]))
             } else if roll < 97 {
                 // A local id a cached message already holds is not taken over.
                 let fields = message(id: nextId, conversation: 2, sender: peers[2], sentAt: clock, text: "local id clash", localId: "taken-1")
@@ -234,6 +248,8 @@ final class SyncPageRowsTests: XCTestCase {
     static func applyOneByOne(_ changes: [SyncChange], serverTime: Int64, inFlight: Set<String>, in db: Database) throws -> SyncPageRows.Applied {
         let limits = WireLimits()
         var applied = SyncPageRows.Applied()
+        // Receipts after the page's messages, as a realtime receipt heard after them would be.
+        var receipts: [MessageReceipt] = []
         for change in changes {
             switch change {
             case .upsert(let wire, let m, _):
@@ -266,8 +282,11 @@ final class SyncPageRowsTests: XCTestCase {
                 _ = try Evictor.removeConversation(id, in: db)
                 applied.discarded += unsent
                 applied.removedConversations.append(id)
+            case .receipt(let receipt):
+                receipts.append(receipt)
             }
         }
+        for receipt in receipts { _ = try RealtimeRows.apply(.receipt(receipt), me: me, limits: limits, in: db) }
         return applied
     }
 
@@ -368,6 +387,54 @@ final class SyncPageRowsTests: XCTestCase {
         XCTAssertEqual(writes, 5, "one write per conversation per page, not one per message")
         let unread = try cache.reader.sync { db in try db.scalarInt("SELECT sum(unread_count) FROM conversations") }
         XCTAssertEqual(unread, 200)
+    }
+
+    /// A receipt in a catch-up page (a server that logs receipts as their own events, as Matrix
+    /// does): alice's own read marks what she received up to it read and clears the unread count
+    /// when it reaches the last message, whichever order the page holds them in; bob's read marks
+    /// alice's messages up to it read; a malformed receipt is dropped and counted.
+    func testAReceiptInAPageReadsUpToItsMessageAfterThePagesMessages() async throws {
+        let cache = try await openCache()
+        let limits = WireLimits()
+        let bob = Self.conversationId(0)
+        func receipt(_ id: Int, by who: String, _ type: String = "read") -> ChangeLogEntry {
+            .receipt(["messageId": .int(Int64(id)), "sender": ["uid": .string(who)], "receiverId": .string(who == Self.me ? "bob" : Self.me),
+                      "receiverType": "user", "conversationId": .string(bob), "receiptType": .string(type), "timestamp": .int(Self.base + 99)])
+        }
+        var page: [ChangeLogEntry] = []
+        // alice reads up to 1004 (her receipt comes before the messages it covers), bob reads
+        // alice's 2001, and 1005 arrives after both: it stays unread.
+        page.append(receipt(1004, by: Self.me))
+        for i in 0..<5 {
+            page.append(.messageUpserted(.object(Self.message(id: 1_000 + i, conversation: 0, sender: "bob", sentAt: Self.base + Int64(i), text: "b\(i)"))))
+        }
+        for i in 0..<2 {
+            page.append(.messageUpserted(.object(Self.message(id: 2_000 + i, conversation: 0, sender: Self.me, sentAt: Self.base + 10 + Int64(i), text: "a\(i)"))))
+        }
+        page.append(receipt(2001, by: "bob"))
+        page.append(.messageUpserted(.object(Self.message(id: 1_005, conversation: 0, sender: "bob", sentAt: Self.base + 20, text: "later"))))
+        page.append(.receipt(["messageId": "not a number", "sender": ["uid": "bob"]]))
+        page.append(.receipt(["messageId": 0, "sender": ["uid": "bob"], "receiverId": "alice", "conversationId": .string(bob)]))
+        let (changes, dropped) = SyncPageRows.parse(page, limits: limits)
+        XCTAssertEqual(dropped, 2, "the malformed receipts")
+        _ = try cache.writer.sync { db in
+            try db.transaction { try SyncPageRows.apply(changes, me: Self.me, limits: limits, serverTime: Self.base + 300, inFlight: [], in: db) }
+        }
+        let rows = try cache.reader.sync { db -> [Int: [String: JSONValue]] in
+            let stmt = try db.prepare("SELECT server_id, payload FROM messages")
+            var out: [Int: [String: JSONValue]] = [:]
+            while try stmt.step() {
+                guard let bytes = stmt.blob(1), case .object(let fields) = try BinaryJSON.decode(bytes) else { continue }
+                out[stmt.int(0)] = fields
+            }
+            return out
+        }
+        for id in 1_000...1_004 { XCTAssertNotNil(rows[id]?["readByMeAt"], "\(id) read by alice's receipt") }
+        XCTAssertNil(rows[1_005]?["readByMeAt"], "sent after what alice read")
+        XCTAssertNotNil(rows[2_000]?["readAt"], "bob read alice's messages up to 2001")
+        XCTAssertNotNil(rows[2_001]?["readAt"])
+        let unread = try cache.reader.sync { db in try db.scalarInt("SELECT unread_count FROM conversations WHERE id = ?", .text(bob)) }
+        XCTAssertEqual(unread, 1, "only the message after alice's receipt")
     }
 
     func testTheRecursiveEncodingIsTheIterativeOneByteForByte() {

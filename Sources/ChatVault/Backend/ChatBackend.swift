@@ -75,11 +75,11 @@ public struct BackendSession: Sendable, Equatable {
 
 /// A change since a sync point (the catch-up log, replayed forward).
 ///
-/// Reactions, read and delivery receipts, pins and saves travel as `messageUpserted` of the
-/// message they touch, rendered with its current reactions and receipt fields for the calling
-/// user (that is how the simulator logs them). A backend whose server reports them as separate
-/// events (a Matrix `m.reaction`, a receipt EDU) folds them into an upsert of the message, or into
-/// cases added here when the engine needs them; none are needed yet.
+/// Reactions, pins and saves travel as `messageUpserted` of the message they touch, rendered with
+/// its current reactions and receipt fields for the calling user (that is how the simulator logs
+/// them, receipts too). A backend whose server reports a receipt as its own event, naming the
+/// last message read (a Matrix `m.receipt`), sends it as `receipt`: the engine applies it up to
+/// that message, as it does a realtime one.
 public enum ChangeLogEntry: Sendable, Equatable {
     /// A message's current state (new, edited, reacted to, read…), as wire JSON.
     case messageUpserted(JSONValue)
@@ -89,6 +89,13 @@ public enum ChangeLogEntry: Sendable, Equatable {
     /// The conversation is gone for this user (deleted, or a group left): the engine removes it
     /// with its messages.
     case conversationRemoved(conversationId: String)
+    /// A user received or read a conversation up to a message: the shape of
+    /// `RealtimeEvent.messagesDelivered` / `messagesRead`, `receiptType` saying which (`"read"`
+    /// when absent). The user's own read receipt (from another device) marks the cached messages
+    /// up to it read and lowers the conversation's unread count; another user's, in a one-to-one
+    /// conversation, marks the user's messages up to it delivered or read. Messages the cache does
+    /// not hold are left alone.
+    case receipt(JSONValue)
 }
 
 /// One page of the change log.

@@ -11,6 +11,8 @@ enum SyncChange: Sendable {
     case deleted(id: Int, conversationId: String)
     /// The conversation is gone for this user.
     case conversationRemoved(String)
+    /// A receipt up to a message.
+    case receipt(MessageReceipt)
 }
 
 /// What the catch-up sync does to the cache for one page of the change log, inside the caller's
@@ -23,6 +25,8 @@ enum SyncChange: Sendable {
 ///   keeping how it first arrived, and is not reported as new.
 /// - A deletion marks the cached copy deleted (`deletedAt`: the page's server time when the log
 ///   does not say); a message the cache does not hold is left alone.
+/// - A receipt marks the cached messages up to its message read or delivered (`RealtimeRows`),
+///   after the page's messages are written.
 /// - A removed conversation goes with its messages; its unsent messages are removed from the
 ///   outbox (the caller reports them `.discarded` once the transaction commits), except those on
 ///   the wire at that moment, which report their own outcome.
@@ -66,6 +70,13 @@ package enum SyncPageRows {
                     continue
                 }
                 out.append(.conversationRemoved(conversationId))
+            case .receipt(let wire):
+                let type: MessageReceipt.ReceiptType = wire["receiptType"]?.stringValue == "delivered" ? .delivered : .read
+                guard let receipt = try? RealtimeWire.receipt(wire, expected: type, decoder) else {
+                    dropped += 1
+                    continue
+                }
+                out.append(.receipt(receipt))
             }
         }
         return (out, dropped)
@@ -83,6 +94,7 @@ package enum SyncPageRows {
     static func apply(_ changes: [SyncChange], me: String, limits: WireLimits, serverTime: Int64, inFlight: Set<String>,
                       in db: Database) throws -> Applied {
         var applied = Applied()
+        var receipts: [MessageReceipt] = []
         let batch = try MessageWriteBatch(me: me, limits: limits, in: db)
         for change in changes {
             switch change {
@@ -103,9 +115,15 @@ package enum SyncPageRows {
                 batch.forget()
                 applied.discarded += try removeConversation(id, inFlight: inFlight, in: db)
                 applied.removedConversations.append(id)
+            case .receipt(let receipt):
+                receipts.append(receipt)
             }
         }
         try batch.flush(limits: limits)
+        // Receipts go last, on the page's rows as they end: a receipt covers the messages up to
+        // its own (by id), wherever they stand in the page, and the unread count it leaves is
+        // counted against the conversation's last message after the page.
+        for receipt in receipts { try RealtimeRows.applyReceipt(receipt, me: me, limits: limits, in: db) }
         return applied
     }
 
