@@ -57,6 +57,7 @@ extension MatrixBackend {
             from = end
         }
         if backward { found.reverse() }
+        settleGap(room: room, page: found)
         // Synapse bundles edits and thread summaries, not reaction counts: those come per message
         // that has had reactions, so a page never writes a message over its cached counts.
         found = try await withKnownReactions(found, room: room)

@@ -37,73 +37,6 @@ extension MatrixBackend {
         return String(decoding: filter.jsonData(), as: UTF8.self)
     }
 
-    /// The catch-up: `/sync?since=<token>` (at most 100 events per room), then each gap (a room cut
-    /// short, or beyond the page's share) read forward with `/messages` in pages of `limit`; the
-    /// token part-way is `cvm1.…`, so a restart resumes mid-gap. Edits, redactions and reactions
-    /// arrive as upserts or deletions of their message.
-    /// - Throws: 400 `ERR_INVALID_LIMIT` for a limit below 1; 400 `ERR_SYNC_TOKEN_INVALID` for a
-    ///   token that is not one of this backend's, or a `since` the homeserver refuses (400 or 404),
-    ///   so the engine starts over from nil.
-    public func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage {
-        guard limit >= 1 else { throw .server(status: 400, code: "ERR_INVALID_LIMIT", message: "limit must be at least 1") }
-        if let token, token.hasPrefix(CatchUpPoint.prefix) {
-            guard let point = CatchUpPoint(token: token) else {
-                throw .server(status: 400, code: BackendError.syncTokenInvalidCode, message: "not a sync token of this backend")
-            }
-            return try await fillGaps(point, limit: limit)
-        }
-        var query = [("timeout", "0"), ("filter", Self.syncFilter(timelineLimit: min(limit, Self.catchUpTimelineLimit)))]
-        if let token {
-            guard !token.isEmpty, token.utf8.count <= 4096, !token.utf8.contains(where: { $0 < 0x21 || $0 == 0x7f }) else {
-                throw .server(status: 400, code: BackendError.syncTokenInvalidCode, message: "not a Matrix sync token")
-            }
-            query.append(("since", token))
-        }
-        let answer: MatrixHTTP.Answer
-        do {
-            answer = try await call("GET", "/_matrix/client/v3/sync", query: query)
-        } catch .server(let status, let code, _) where token != nil && (status == 400 || status == 404) {
-            // A `since` the server does not know: start over (the engine drops the token).
-            throw .server(status: 400, code: BackendError.syncTokenInvalidCode, message: "the homeserver refused the sync token (\(code))")
-        }
-        guard let next = answer.json["next_batch"]?.stringValue, !next.isEmpty, next.utf8.count <= 1024 else {
-            throw MatrixHTTP.bad("the sync answer has no next_batch")
-        }
-        let (found, gaps) = try await process(sync: answer.json, since: token, budget: limit)
-        let entries = try await entries(of: found)
-        let now = answer.serverTime ?? Int64(Date().timeIntervalSince1970)
-        guard let token, !gaps.isEmpty else {
-            return ChangeLogPage(changes: entries, nextToken: next, serverTime: now, hasMore: false)
-        }
-        // Rooms cut short (or beyond this page) are read forward from the old point, in order.
-        let point = CatchUpPoint(since: token, next: next, gaps: gaps)
-        return ChangeLogPage(changes: entries, nextToken: point.token, serverTime: now, hasMore: true)
-    }
-
-    /// The next part of a catch-up's gaps: each room's events from the old point forward, at most
-    /// about `limit` per page, resumable from the token after a restart.
-    func fillGaps(_ point: CatchUpPoint, limit: Int) async throws(BackendError) -> ChangeLogPage {
-        var point = point
-        var found: [MatrixChange] = []
-        while let gap = point.gaps.first, found.count < limit {
-            var query = [("dir", "f"), ("to", point.next), ("limit", String(min(max(limit - found.count, 1), 1000)))]
-            // An empty point is the room's start (a room joined during the catch-up).
-            if !gap.from.isEmpty { query.append(("from", gap.from)) }
-            let answer = try await call("GET", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(gap.room))/messages", query: query)
-            let chunk = answer.json["chunk"]?.arrayValue ?? []
-            found += try await interpret(chunk, room: gap.room).map(\.change)
-            if let end = answer.json["end"]?.stringValue, !end.isEmpty, end != gap.from, !chunk.isEmpty, end.utf8.count <= 1024 {
-                point.gaps[0].from = end
-            } else {
-                point.gaps.removeFirst()
-            }
-        }
-        let entries = try await entries(of: found)
-        let now = Int64(Date().timeIntervalSince1970)
-        guard !point.gaps.isEmpty else { return ChangeLogPage(changes: entries, nextToken: point.next, serverTime: now, hasMore: false) }
-        return ChangeLogPage(changes: entries, nextToken: point.token, serverTime: now, hasMore: true)
-    }
-
     /// The most events of one room a catch-up `/sync` asks for; a room with more is read forward
     /// with `/messages` (as a gap) so its events come in order.
     static let catchUpTimelineLimit = 100
@@ -221,17 +154,19 @@ extension MatrixBackend {
     }
 
     /// Turns a `/sync` answer into changes, oldest first across rooms. With a `since` point (a
-    /// catch-up), a room whose timeline was cut (`limited`), or that would take this page past
-    /// `budget` changes, is not delivered here: it comes back as a gap, read forward from `since`.
-    func process(sync json: JSONValue, since: String?, budget: Int = .max) async throws(BackendError) -> (changes: [MatrixChange], gaps: [CatchUpPoint.Gap]) {
+    /// catch-up), rooms are taken most recently active first; a room whose timeline was cut
+    /// (`limited`), or that would take this page past `budget` changes, is not delivered here: it
+    /// comes back as a gap, to be read back from the answer's point to `since` (a room joined
+    /// during the catch-up, to its start), the gaps most recently active first.
+    func process(sync json: JSONValue, since: String?, budget: Int = .max) async throws(BackendError) -> (changes: [MatrixChange], gaps: [CatchUpPlan.Room]) {
         if let events = json["account_data"]?["events"]?.arrayValue { applyAccountData(events) }
-        var gaps: [CatchUpPoint.Gap] = []
+        var gaps: [CatchUpPlan.Room] = []
         if let invites = json["rooms"]?["invite"]?.objectValue {
             for (room, value) in invites.sorted(by: { $0.key < $1.key }) {
                 let joined = await acceptDirectInvite(room: room, inviteState: value["invite_state"]?["events"]?.arrayValue ?? [])
                 // Joined during a catch-up: the room's whole backlog (sent while the invitation
                 // waited) is read from its start, not only what follows the join.
-                if joined, since != nil { gaps.append(CatchUpPoint.Gap(room: room, from: "")) }
+                if joined, since != nil { gaps.append(CatchUpPlan.Room(room: room, to: "")) }
             }
         }
         var timeline: [(room: String, events: [JSONValue])] = []
@@ -239,10 +174,14 @@ extension MatrixBackend {
         var order = 0
         var planned = 0
         if let joined = json["rooms"]?["join"]?.objectValue {
-            for (room, value) in joined.sorted(by: { $0.key < $1.key }) where MatrixIds.isRoomId(room) {
+            // Most recent activity first (the last timeline event's time; the room id breaks ties).
+            let rooms = joined.filter { MatrixIds.isRoomId($0.key) }.map { (room: $0.key, value: $0.value, latest: Self.latest($0.value)) }
+                .sorted { ($0.latest, $1.room) > ($1.latest, $0.room) }
+            for (room, value, _) in rooms {
                 let events = value["timeline"]?["events"]?.arrayValue ?? []
-                if let since, value["timeline"]?["limited"]?.boolValue == true || planned + events.count > max(budget, 1) && planned > 0 {
-                    gaps.append(CatchUpPoint.Gap(room: room, from: since))
+                if let since, value["timeline"]?["limited"]?.boolValue == true
+                    || !events.isEmpty && planned > 0 && planned + events.count > max(budget, 1) {
+                    gaps.append(CatchUpPlan.Room(room: room, to: since))
                     continue
                 }
                 planned += events.count
@@ -268,6 +207,11 @@ extension MatrixBackend {
             }
         }
         return (changes.sorted { ($0.ts, $0.order) < ($1.ts, $1.order) }.map(\.change), gaps)
+    }
+
+    /// The time of a joined room's last timeline event in a `/sync` answer (0 when it has none).
+    static func latest(_ room: JSONValue) -> Int64 {
+        time(room["timeline"]?["events"]?.arrayValue?.last?["origin_server_ts"])
     }
 
     /// The `m.read` receipts of an `m.receipt` ephemeral event, as `messagesRead` shapes them.
@@ -469,68 +413,5 @@ extension MatrixBackend {
             if drop { continuation.yield(.disconnected) }
             return nil
         }
-    }
-}
-
-/// A catch-up part-way through: the old sync point, the point the `/sync` reached, and the rooms
-/// still to read forward from their `from` token up to `next`. Its token (`cvm1.` + base64url
-/// JSON) is what the engine stores, so a restart resumes mid-gap.
-struct CatchUpPoint: Sendable, Equatable {
-    struct Gap: Sendable, Equatable {
-        var room: String
-        /// Where the room is read from; empty for the room's start.
-        var from: String
-    }
-
-    static let prefix = "cvm1."
-    /// The engine stores tokens up to 4096 bytes.
-    static let maxTokenBytes = 4000
-
-    var since: String
-    var next: String
-    var gaps: [Gap]
-
-    init(since: String, next: String, gaps: [Gap]) {
-        self.since = since
-        self.next = next
-        self.gaps = gaps
-    }
-
-    init?(token: String) {
-        guard token.hasPrefix(Self.prefix), token.utf8.count <= 4096 else { return nil }
-        var text = String(token.dropFirst(Self.prefix.count)).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while text.count % 4 != 0 { text += "=" }
-        guard let data = Data(base64Encoded: text), let json = try? JSONValue(jsonData: data),
-              let since = json["s"]?.stringValue, !since.isEmpty, let next = json["n"]?.stringValue, !next.isEmpty,
-              let list = json["g"]?.arrayValue else { return nil }
-        var gaps: [Gap] = []
-        for item in list {
-            guard let pair = item.arrayValue, pair.count == 2, let room = pair[0].stringValue, MatrixIds.isRoomId(room),
-                  let from = pair[1].stringValue, from.utf8.count <= 1024 else { return nil }
-            gaps.append(Gap(room: room, from: from))
-        }
-        self.init(since: since, next: next, gaps: gaps)
-    }
-
-    /// The token; gaps that would take it past `maxTokenBytes` are left out (their rooms' missed
-    /// events then come with the next read of the room, not the catch-up).
-    var token: String {
-        // The most gaps that fit, found by halving (a handful of encodings, not one per gap).
-        if let all = encoded(gaps.count) { return all }
-        var fits = 0, tooMany = gaps.count
-        while tooMany - fits > 1 {
-            let middle = (fits + tooMany) / 2
-            if encoded(middle) != nil { fits = middle } else { tooMany = middle }
-        }
-        return encoded(fits) ?? encoded(0, anyLength: true) ?? Self.prefix
-    }
-
-    /// The token with the first `count` gaps, nil when it is longer than `maxTokenBytes`.
-    private func encoded(_ count: Int, anyLength: Bool = false) -> String? {
-        let json: JSONValue = ["s": .string(since), "n": .string(next),
-                               "g": .array(gaps.prefix(count).map { [.string($0.room), .string($0.from)] })]
-        let text = Self.prefix + json.jsonData().base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        return anyLength || text.utf8.count <= Self.maxTokenBytes ? text : nil
     }
 }

@@ -1,5 +1,5 @@
 import ChatVault
-import ChatVaultMatrix
+@testable import ChatVaultMatrix
 import ChatVaultTesting
 import Foundation
 import XCTest
@@ -107,35 +107,117 @@ final class MatrixBackendTests: XCTestCase {
         }
     }
 
-    func testAGapInTheCatchUpIsReadForwardInOrderAndResumesAfterARestart() async throws {
-        let (alice, session, bob, room) = try await groupRoom()
+    /// A cache's view that holds nothing and keeps `bound` messages per conversation.
+    struct Bounded: CachedMessages {
+        var bound: Int
+        func messages(ids: [Int]) -> [Int: JSONValue] { [:] }
+        var messagesPerConversation: Int { bound }
+    }
+
+    func texts(_ page: ChangeLogPage) -> [String] {
+        page.changes.compactMap { change -> String? in
+            guard case .messageUpserted(let m) = change else { return nil }
+            return m["data"]?["text"]?.stringValue
+        }
+    }
+
+    /// Rooms the catch-up `/sync` does not deliver (cut short, or beyond the page) are read back
+    /// whole afterwards, most recently active first; where they stand is kept in the cache (here
+    /// the state store a relaunched backend is handed), not the token, so a restart resumes at the
+    /// first room not yet delivered.
+    func testRoomsLeftByTheCatchUpAreReadWholeMostRecentFirstAndResumeFromTheCache() async throws {
+        let (alice, session, bob, first) = try await groupRoom()
+        let second = try await bob.createRoom(name: "Second", invite: [session.userId])
+        let third = try await bob.createRoom(name: "Third", invite: [session.userId])
+        for room in [second, third] { try await RawMatrixClient(session: session).join(room) }
+        let store = MemoryBackendState()
+        let identities = MemoryMessageIdentities()
+        alice.attach(state: store)
+        alice.attach(identities: identities)
         let point = try await alice.latestSyncPoint()
-        for i in 1...130 { try await bob.sendText("m\(i)", room: room) }
-        // More than a catch-up's timeline holds: the room comes back as a gap, read forward from
-        // the old point in pages of the engine's limit, every page resumable from its token.
+        // The oldest activity in the first room (more than a /sync timeline holds: `limited`), then
+        // the second, the third last: it is the most recent.
+        for i in 1...130 { try await bob.sendText("a\(i)", room: first) }
+        for i in 1...30 { try await bob.sendText("b\(i)", room: second) }
+        for i in 1...30 { try await bob.sendText("c\(i)", room: third) }
+
         var texts: [String] = []
         var token = point.nextToken
         var pages = 0
-        var restarted = false
-        while pages < 50 {
-            // A relaunch half-way: a new backend resumes from the stored token alone.
-            let reader = pages == 2 && !restarted ? try await backend(session) : alice
-            if reader !== alice { restarted = true }
-            let page = try await reader.changes(since: token, limit: 40)
-            pages += 1
-            texts += page.changes.compactMap { change -> String? in
-                guard case .messageUpserted(let m) = change else { return nil }
-                return m["data"]?["text"]?.stringValue
+        var reader = alice
+        while pages < 20 {
+            if pages == 2 {
+                // A relaunch: a new backend with the same cache resumes from the stored token.
+                reader = try await backend(session, identities: identities)
+                reader.attach(state: store)
             }
-            XCTAssertLessThanOrEqual(page.changes.count, 40 * 5, "within the engine's page ceiling")
-            XCTAssertLessThanOrEqual(page.nextToken.utf8.count, 4096, "a token the engine can store")
+            let page = try await reader.changes(since: token, limit: 20)
+            pages += 1
+            texts += self.texts(page)
+            XCTAssertLessThanOrEqual(page.nextToken.utf8.count, 128, "the token names the plan; the rooms are in the cache")
             token = page.nextToken
             if !page.hasMore { break }
         }
-        XCTAssertTrue(restarted)
-        XCTAssertEqual(texts, (1...130).map { "m\($0)" }, "every message once, oldest first")
-        let after = try await alice.changes(since: token, limit: 40)
+        XCTAssertEqual(pages, 4, "the /sync page (every room cut short at 20 events), then one whole room a page")
+        XCTAssertEqual(texts, (1...30).map { "c\($0)" } + (1...30).map { "b\($0)" } + (1...130).map { "a\($0)" },
+                       "every message once, rooms most recent first, each oldest first")
+        XCTAssertTrue(reader.recordedGaps.isEmpty, "each room read to the old point")
+        let after = try await reader.changes(since: token, limit: 40)
         XCTAssertTrue(after.changes.isEmpty, "the last page's token is the server's present")
+
+        // A plan token the cache does not hold (another plan, or the cache lost it) is refused, so
+        // the engine starts over rather than skipping rooms.
+        for foreign in [CatchUpPlan(next: "s1", rooms: []).token(at: 0), "cvm2.zzz.0"] {
+            do {
+                _ = try await reader.changes(since: foreign, limit: 40)
+                XCTFail("a plan the cache does not hold must be refused")
+            } catch {
+                XCTAssertTrue(error.isSyncTokenRejected, "\(error)")
+            }
+        }
+    }
+
+    /// A room with more missed messages than the cache keeps is read back only that far: the
+    /// newest are delivered, the rest is a recorded gap (kept in the state store) until a read of
+    /// the room reaches its oldest missing message.
+    func testARoomBeyondTheCachesBoundIsReadToItAndTheRestIsAGapAReadFills() async throws {
+        let (alice, _, bob, room) = try await groupRoom()
+        let store = MemoryBackendState()
+        alice.attach(state: store)
+        alice.attach(cachedMessages: Bounded(bound: 40))
+        let point = try await alice.latestSyncPoint()
+        for i in 1...150 { try await bob.sendText("m\(i)", room: room) }
+        var texts: [String] = []
+        var token = point.nextToken
+        for _ in 0..<10 {
+            let page = try await alice.changes(since: token, limit: 100)
+            texts += self.texts(page)
+            token = page.nextToken
+            if !page.hasMore { break }
+        }
+        XCTAssertGreaterThanOrEqual(texts.count, 40, "at least the bound")
+        XCTAssertLessThan(texts.count, 150, "not the whole backlog")
+        XCTAssertEqual(texts, (151 - texts.count...150).map { "m\($0)" }, "the newest, oldest first, none twice")
+        XCTAssertEqual(alice.recordedGaps.map(\.room), [room])
+        XCTAssertEqual(alice.recordedGaps.map(\.conversationId), ["group_\(room)"], "filed as the engine files the group")
+        XCTAssertNotNil(store.value(for: "matrix.gaps"), "kept in the cache's state store")
+
+        // Reading the room back page by page fills it: the gap goes once the oldest missing
+        // message is read, not before.
+        var query = MessageQuery()
+        query.scope = .group(room)
+        query.limit = 50
+        var read = 0
+        while read < 200 {
+            let page = try await alice.messages(query)
+            read += page.items.count
+            if read < 150 { XCTAssertFalse(alice.recordedGaps.isEmpty, "not filled part-way") }
+            guard let oldest = page.items.first?["id"]?.intValue, page.nextCursor != nil else { break }
+            query.messageId = Int(oldest)
+        }
+        XCTAssertGreaterThanOrEqual(read, 150)
+        XCTAssertTrue(alice.recordedGaps.isEmpty, "filled by the read")
+        XCTAssertNil(store.value(for: "matrix.gaps"))
     }
 
     func testPagesOfARoomGoBothWaysFromAMessage() async throws {

@@ -211,18 +211,41 @@ final class MatrixMediaURLTests: XCTestCase {
     }
 }
 
-/// The catch-up's resumable tokens: they round-trip, refuse what is not theirs, and fit the
-/// engine's 4096-byte column whatever the number of gaps.
-final class CatchUpPointTests: XCTestCase {
-    func testTokensRoundTripRefuseGarbageAndStayWithinTheEnginesLimit() {
-        let point = CatchUpPoint(since: "s1_2_3", next: "s9_9_9", gaps: [.init(room: "!a:x", from: "s1_2_3"), .init(room: "!b:x", from: "t5-6")])
-        XCTAssertEqual(CatchUpPoint(token: point.token), point)
-        for bad in ["cvm1.", "cvm1.!!!", "cvm1." + Data("[]".utf8).base64EncodedString(), "cvm1." + Data(#"{"s":"a","n":"b","g":[["not-a-room","f"]]}"#.utf8).base64EncodedString(),
-                    "cvm1." + String(repeating: "A", count: 5000)] {
-            XCTAssertNil(CatchUpPoint(token: bad), bad.prefix(40).description)
+/// The catch-up's plan and tokens: the plan round-trips through the store's text, a token names
+/// a plan and a room index and nothing else, 500 rooms fit, and what is not theirs is refused
+/// without a trap, as is an older version's token that is not well formed.
+final class CatchUpPlanTests: XCTestCase {
+    func testPlansAndTokensRoundTripRefuseGarbageAndHoldHundredsOfRooms() throws {
+        let plan = CatchUpPlan(next: "s9_9_9", rooms: [.init(room: "!a:x", to: "s1_2_3"), .init(room: "!b:x", to: "")])
+        XCTAssertEqual(CatchUpPlan(text: plan.text), plan)
+        let token = plan.token(at: 1)
+        XCTAssertEqual(CatchUpPlan.place(of: token)?.id, plan.id)
+        XCTAssertEqual(CatchUpPlan.place(of: token)?.index, 1)
+        XCTAssertNotEqual(CatchUpPlan(next: "n", rooms: []).id, CatchUpPlan(next: "n", rooms: []).id, "each plan its own id")
+        for bad in ["cvm2.", "cvm2.abc", "cvm2.abc.", "cvm2..1", "cvm2.ABC.1", "cvm2.abc.-1", "cvm2.abc.1.2", "cvm2.abc.99999999999",
+                    "cvm2.abc.1x", "cvm2.a b.1", "cvm2." + String(repeating: "a", count: 200) + ".1"] {
+            XCTAssertNil(CatchUpPlan.place(of: bad), bad)
         }
-        let many = CatchUpPoint(since: "s", next: "n", gaps: (0..<500).map { .init(room: "!room\($0):example.org", from: String(repeating: "t", count: 40)) })
-        XCTAssertLessThanOrEqual(many.token.utf8.count, CatchUpPoint.maxTokenBytes)
-        XCTAssertGreaterThan(CatchUpPoint(token: many.token)?.gaps.count ?? 0, 10)
+        for bad in ["", "{}", "[]", #"{"id":"abc","next":"n","rooms":[["not-a-room",""]]}"#, #"{"id":"abc","next":"","rooms":[]}"#,
+                    #"{"id":"A B","next":"n","rooms":[]}"#, #"{"id":"abc","next":"n","rooms":[["!a:x","bad token"]]}"#] {
+            XCTAssertNil(CatchUpPlan(text: bad), bad)
+        }
+        let many = CatchUpPlan(next: "s_next", rooms: (0..<500).map { .init(room: "!room\($0):example.org", to: String(repeating: "t", count: 40)) })
+        XCTAssertLessThan(many.text.utf8.count, 1 << 20, "within the state store's value limit")
+        XCTAssertEqual(CatchUpPlan(text: many.text)?.rooms.count, 500)
+        XCTAssertLessThanOrEqual(many.token(at: 500).utf8.count, 128)
+    }
+
+    func testAnOlderVersionsTokenIsReadForItsGapsAndGarbageIsRefused() {
+        let json = #"{"s":"s1_2_3","n":"s9_9_9","g":[["!a:x","s1_2_3"],["!b:x",""]]}"#
+        let token = "cvm1." + Data(json.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")
+        let old = LegacyCatchUpPoint(token: token)
+        XCTAssertEqual(old?.next, "s9_9_9")
+        XCTAssertEqual(old?.gaps.map(\.room), ["!a:x", "!b:x"])
+        for bad in ["cvm1.", "cvm1.!!!", "cvm1." + Data("[]".utf8).base64EncodedString(),
+                    "cvm1." + Data(#"{"s":"a","n":"b","g":[["not-a-room","f"]]}"#.utf8).base64EncodedString(),
+                    "cvm1." + String(repeating: "A", count: 5000)] {
+            XCTAssertNil(LegacyCatchUpPoint(token: bad), bad.prefix(40).description)
+        }
     }
 }

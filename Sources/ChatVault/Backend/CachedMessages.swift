@@ -18,6 +18,14 @@ public protocol CachedMessages: Sendable {
     /// The cached copy of each of `ids` the cache holds, by id; ids it does not hold (or whose copy
     /// no longer decodes) are absent.
     func messages(ids: [Int]) -> [Int: JSONValue]
+    /// The most messages the cache keeps of one conversation (`OfflineConfig.maxMessagesPerConversation`):
+    /// a backend whose catch-up reads conversations one by one reads no more of each.
+    var messagesPerConversation: Int { get }
+}
+
+extension CachedMessages {
+    /// 1,000, the largest `maxMessagesPerConversation`.
+    public var messagesPerConversation: Int { 1000 }
 }
 
 /// No messages at all: the default for a backend no engine attached a cache to.
@@ -32,9 +40,11 @@ public struct NoCachedMessages: CachedMessages {
 /// The engine's view: the open cache's `messages` rows, read on the reader connection.
 final class CacheMessageCopies: CachedMessages {
     private let cache: @Sendable () -> VaultCache?
+    let messagesPerConversation: Int
 
-    init(cache: @escaping @Sendable () -> VaultCache?) {
+    init(cache: @escaping @Sendable () -> VaultCache?, messagesPerConversation: Int) {
         self.cache = cache
+        self.messagesPerConversation = messagesPerConversation
     }
 
     func messages(ids: [Int]) -> [Int: JSONValue] {

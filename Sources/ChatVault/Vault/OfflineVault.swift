@@ -141,7 +141,8 @@ public final class OfflineVault: Sendable {
         keyStores = settings.makeKeyStores()
         let session = self.session
         media = MediaCache(settings: settings, config: config, backend: backend, session: session, writer: incoming)
-        link = RealtimeLink(backend: backend, settings: settings, session: session)
+        link = RealtimeLink(backend: backend, settings: settings, messagesPerConversation: config.maxMessagesPerConversation,
+                            session: session)
         realtime = RealtimeIngest(settings: settings, wireLimits: wireLimits, writer: incoming, media: media, session: session)
         let opened = openedConversations
         // An evicted conversation's opening went with it: the next open records it again.

@@ -37,12 +37,15 @@ final class RealtimeLink: Sendable {
     let state = Mutex(State())
     private let backend: any ChatBackend
     private let settings: VaultSettings
+    /// `OfflineConfig.maxMessagesPerConversation`, told to the backend with the cache's view.
+    private let messagesPerConversation: Int
     private let boundPorts = Mutex(Ports.unbound)
 
     /// The vault's session (the backend's id map and state live in its open cache).
     private let session: VaultSession
 
-    init(backend: any ChatBackend, settings: VaultSettings, session: VaultSession) {
+    init(backend: any ChatBackend, settings: VaultSettings, messagesPerConversation: Int, session: VaultSession) {
+        self.messagesPerConversation = messagesPerConversation
         self.backend = backend
         self.settings = settings
         self.session = session
@@ -72,7 +75,7 @@ extension RealtimeLink {
         let session = self.session
         backend.attach(identities: CacheMessageIdentities(cache: { session.openCache }))
         backend.attach(state: CacheBackendState(cache: { session.openCache }))
-        backend.attach(cachedMessages: CacheMessageCopies(cache: { session.openCache }))
+        backend.attach(cachedMessages: CacheMessageCopies(cache: { session.openCache }, messagesPerConversation: messagesPerConversation))
         consumeEventsOnce()
         startLinkLoop(generation: generation, delayFirst: false)
     }
