@@ -28,6 +28,18 @@ struct CatchUpPlan: Sendable, Equatable {
         var room: String
         /// Where reading back stops: the old sync point, empty for the room's start.
         var to: String
+        /// The room's read receipts the `/sync` answered, applied after its events.
+        var receipts: [Receipt] = []
+    }
+
+    /// A user read a room up to an event (an `m.read` receipt), at `ts` (ms).
+    struct Receipt: Sendable, Equatable {
+        /// The most a plan keeps per room (the user's own, and a direct room's other user).
+        static let perRoom = 4
+
+        var event: String
+        var user: String
+        var ts: Int64
     }
 
     /// The name the plan is kept under in the engine's state store.
@@ -57,16 +69,29 @@ struct CatchUpPlan: Sendable, Equatable {
         var rooms: [Room] = []
         rooms.reserveCapacity(list.count)
         for item in list {
-            guard let pair = item.arrayValue, pair.count == 2, let room = pair[0].stringValue, MatrixIds.isRoomId(room),
-                  let to = pair[1].stringValue, to.isEmpty || Self.isToken(to) else { return nil }
-            rooms.append(Room(room: room, to: to))
+            guard let fields = item.arrayValue, fields.count == 2 || fields.count == 3, let room = fields[0].stringValue, MatrixIds.isRoomId(room),
+                  let to = fields[1].stringValue, to.isEmpty || Self.isToken(to) else { return nil }
+            var receipts: [Receipt] = []
+            for mark in fields.count == 3 ? fields[2].arrayValue ?? [.null] : [] {
+                guard let parts = mark.arrayValue, parts.count == 3, let event = parts[0].stringValue, MatrixIds.isEventId(event),
+                      let user = parts[1].stringValue, MatrixIds.isUserId(user), let ts = parts[2].intValue,
+                      ts >= 0, ts <= WireLimits.maxWireNumber, receipts.count < Receipt.perRoom else { return nil }
+                receipts.append(Receipt(event: event, user: user, ts: ts))
+            }
+            rooms.append(Room(room: room, to: to, receipts: receipts))
         }
         self.init(id: id, next: next, rooms: rooms)
     }
 
     var text: String {
         let json: JSONValue = ["id": .string(id), "next": .string(next),
-                               "rooms": .array(rooms.map { [.string($0.room), .string($0.to)] })]
+                               "rooms": .array(rooms.map { room in
+                                   var fields: [JSONValue] = [.string(room.room), .string(room.to)]
+                                   if !room.receipts.isEmpty {
+                                       fields.append(.array(room.receipts.map { [.string($0.event), .string($0.user), .int($0.ts)] }))
+                                   }
+                                   return .array(fields)
+                               })]
         return String(decoding: json.jsonData(), as: UTF8.self)
     }
 
@@ -98,7 +123,8 @@ extension MatrixBackend {
     /// page) become a `CatchUpPlan` kept in the cache, read afterwards a few whole rooms a page,
     /// each back from the `/sync` point to the old one and at most the cache's
     /// `maxMessagesPerConversation` messages (older ones are a recorded gap: `recordedGaps`).
-    /// Edits, redactions and reactions arrive as upserts or deletions of their message.
+    /// Edits, redactions and reactions arrive as upserts or deletions of their message, read
+    /// receipts (`m.read`) as `receipt`s after the messages they may name.
     /// - Throws: 400 `ERR_INVALID_LIMIT` for a limit below 1; 400 `ERR_SYNC_TOKEN_INVALID` for a
     ///   token that is not one of this backend's (or whose plan the cache no longer holds), or a
     ///   `since` the homeserver refuses (400 or 404), so the engine starts over from nil; a
@@ -120,7 +146,7 @@ extension MatrixBackend {
             try keep(plan)
             return try await fill(plan, from: 0, limit: limit)
         }
-        var query = [("timeout", "0"), ("filter", Self.syncFilter(timelineLimit: min(limit, Self.catchUpTimelineLimit)))]
+        var query = [("timeout", "0"), ("filter", Self.syncFilter(timelineLimit: min(limit, Self.catchUpTimelineLimit), receipts: true))]
         if let token {
             guard CatchUpPlan.isToken(token), token.utf8.count <= 4096 else {
                 throw .server(status: 400, code: BackendError.syncTokenInvalidCode, message: "not a Matrix sync token")
@@ -209,8 +235,11 @@ extension MatrixBackend {
             from = end
         }
         if more { try await recordGap(room: gap.room, before: from, to: gap.to) } else { try forgetGap(room: gap.room) }
-        // Interpreted oldest first, as every other path does (ids are allocated in that order).
-        return try await interpret(events.reversed(), room: gap.room).map(\.change)
+        // Interpreted oldest first, as every other path does (ids are allocated in that order);
+        // then the room's receipts, which may name what was just read.
+        var changes = try await interpret(events.reversed(), room: gap.room).map(\.change)
+        changes += gap.receipts.compactMap { receipt($0, room: gap.room).map(MatrixChange.read) }
+        return changes
     }
 
     /// Requests one room's read-back may take (each up to 1,000 events).

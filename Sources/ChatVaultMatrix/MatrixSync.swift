@@ -86,8 +86,8 @@ extension MatrixBackend {
                 if !local { _ = try? await fetchMessage(room: room, event: event) }
             case .left(let conversationId):
                 entries.append(.conversationRemoved(conversationId: conversationId))
-            case .read:
-                continue // receipts reach the cache with the next read of the conversation
+            case .read(let json):
+                entries.append(.receipt(json))
             case .reacted(let json, let room, let event), .unreacted(let json, let room, let event):
                 let adding: Bool
                 if case .reacted = change { adding = true } else { adding = false }
@@ -169,7 +169,7 @@ extension MatrixBackend {
                 if joined, since != nil { gaps.append(CatchUpPlan.Room(room: room, to: "")) }
             }
         }
-        var timeline: [(room: String, events: [JSONValue])] = []
+        var timeline: [(room: String, events: [JSONValue], marks: [CatchUpPlan.Receipt])] = []
         var changes: [(ts: Int64, order: Int, change: MatrixChange)] = []
         var order = 0
         var planned = 0
@@ -181,20 +181,24 @@ extension MatrixBackend {
                 let events = value["timeline"]?["events"]?.arrayValue ?? []
                 if let since, value["timeline"]?["limited"]?.boolValue == true
                     || !events.isEmpty && planned > 0 && planned + events.count > max(budget, 1) {
-                    gaps.append(CatchUpPlan.Room(room: room, to: since))
+                    // Its receipts wait in the plan for the room's events.
+                    let marks = marksWorthKeeping(Self.readMarks(value["ephemeral"]?["events"]?.arrayValue ?? []), room: room)
+                    gaps.append(CatchUpPlan.Room(room: room, to: since, receipts: marks))
                     continue
                 }
                 planned += events.count
-                timeline.append((room, events))
-                for receipt in receipts(value["ephemeral"]?["events"]?.arrayValue ?? [], room: room) {
-                    changes.append((receipt.ts, order, .read(receipt.json)))
-                    order += 1
-                }
+                timeline.append((room, events, Self.readMarks(value["ephemeral"]?["events"]?.arrayValue ?? [])))
             }
         }
-        for (room, events) in timeline {
+        for (room, events, marks) in timeline {
             for change in try await interpret(events, room: room) {
                 changes.append((change.ts, order, change.change))
+                order += 1
+            }
+            // After the timeline: a receipt may name a message this answer brought.
+            for mark in marks {
+                guard let json = receipt(mark, room: room) else { continue }
+                changes.append((mark.ts, order, .read(json)))
                 order += 1
             }
         }
@@ -214,28 +218,40 @@ extension MatrixBackend {
         time(room["timeline"]?["events"]?.arrayValue?.last?["origin_server_ts"])
     }
 
-    /// The `m.read` receipts of an `m.receipt` ephemeral event, as `messagesRead` shapes them.
-    func receipts(_ events: [JSONValue], room: String) -> [(ts: Int64, json: JSONValue)] {
-        let me = self.me
-        var out: [(Int64, JSONValue)] = []
+    /// The `m.read` receipts of a room's `m.receipt` ephemeral events: which event each user read
+    /// up to, and when (ms).
+    static func readMarks(_ events: [JSONValue]) -> [CatchUpPlan.Receipt] {
+        var out: [CatchUpPlan.Receipt] = []
         for event in events where event["type"]?.stringValue == "m.receipt" {
             for (eventId, kinds) in (event["content"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) where MatrixIds.isEventId(eventId) {
                 for (user, info) in (kinds["m.read"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) where MatrixIds.isUserId(user) {
-                    let ts = Self.time(info["ts"])
-                    // Only a message the cache already has an id for: an id is never given from
-                    // the time of an event that names the message (here the receipt).
-                    guard let id = identities.existingId(for: MatrixIds.ref(room: room, event: eventId)) else { continue }
-                    let place = state.withLock { $0.rooms.place(room: room, sender: user, me: me) }
-                    out.append((ts, [
-                        "messageId": .int(Int64(id)), "sender": ["uid": .string(user)],
-                        "receiverId": .string(place.receiver), "receiverType": .string(place.receiverType.rawValue),
-                        "conversationId": .string(place.conversationId), "receiptType": "read",
-                        "timestamp": .int(ts / 1000), "readAt": .int(ts / 1000),
-                    ]))
+                    out.append(CatchUpPlan.Receipt(event: eventId, user: user, ts: time(info["ts"])))
                 }
             }
         }
         return out
+    }
+
+    /// A read mark as `messagesRead` shapes it; nil when the cache has no id for its message (an id
+    /// is never given from the time of an event that names the message, here the receipt).
+    func receipt(_ mark: CatchUpPlan.Receipt, room: String) -> JSONValue? {
+        guard let id = identities.existingId(for: MatrixIds.ref(room: room, event: mark.event)) else { return nil }
+        let me = self.me
+        let place = state.withLock { $0.rooms.place(room: room, sender: mark.user, me: me) }
+        return [
+            "messageId": .int(Int64(id)), "sender": ["uid": .string(mark.user)],
+            "receiverId": .string(place.receiver), "receiverType": .string(place.receiverType.rawValue),
+            "conversationId": .string(place.conversationId), "receiptType": "read",
+            "timestamp": .int(mark.ts / 1000), "readAt": .int(mark.ts / 1000),
+        ]
+    }
+
+    /// The read marks of a room the cache acts on: the user's own (unread counts), and in a direct
+    /// room the other user's (the user's messages read); at most a few.
+    func marksWorthKeeping(_ marks: [CatchUpPlan.Receipt], room: String) -> [CatchUpPlan.Receipt] {
+        let me = self.me
+        let direct = state.withLock { $0.rooms.place(room: room, sender: me, me: me) }.receiverType == .user
+        return Array(marks.filter { $0.user == me || direct }.prefix(CatchUpPlan.Receipt.perRoom))
     }
 
     /// One room's timeline events as changes (with each one's time).

@@ -216,8 +216,9 @@ final class MatrixMediaURLTests: XCTestCase {
 /// without a trap, as is an older version's token that is not well formed.
 final class CatchUpPlanTests: XCTestCase {
     func testPlansAndTokensRoundTripRefuseGarbageAndHoldHundredsOfRooms() throws {
-        let plan = CatchUpPlan(next: "s9_9_9", rooms: [.init(room: "!a:x", to: "s1_2_3"), .init(room: "!b:x", to: "")])
-        XCTAssertEqual(CatchUpPlan(text: plan.text), plan)
+        let plan = CatchUpPlan(next: "s9_9_9", rooms: [.init(room: "!a:x", to: "s1_2_3", receipts: [.init(event: "$e", user: "@bob:x", ts: 17)]),
+                                                      .init(room: "!b:x", to: "")])
+        XCTAssertEqual(CatchUpPlan(text: plan.text), plan, "rooms, their bounds and their receipts")
         let token = plan.token(at: 1)
         XCTAssertEqual(CatchUpPlan.place(of: token)?.id, plan.id)
         XCTAssertEqual(CatchUpPlan.place(of: token)?.index, 1)
@@ -227,7 +228,10 @@ final class CatchUpPlanTests: XCTestCase {
             XCTAssertNil(CatchUpPlan.place(of: bad), bad)
         }
         for bad in ["", "{}", "[]", #"{"id":"abc","next":"n","rooms":[["not-a-room",""]]}"#, #"{"id":"abc","next":"","rooms":[]}"#,
-                    #"{"id":"A B","next":"n","rooms":[]}"#, #"{"id":"abc","next":"n","rooms":[["!a:x","bad token"]]}"#] {
+                    #"{"id":"A B","next":"n","rooms":[]}"#, #"{"id":"abc","next":"n","rooms":[["!a:x","bad token"]]}"#,
+                    #"{"id":"abc","next":"n","rooms":[["!a:x","",7]]}"#, #"{"id":"abc","next":"n","rooms":[["!a:x","",[["$e","@b:x",-1]]]]}"#,
+                    #"{"id":"abc","next":"n","rooms":[["!a:x","",[["not-an-event","@b:x",1]]]]}"#,
+                    #"{"id":"abc","next":"n","rooms":[["!a:x","",[["$e","@b:x",1],["$e","@b:x",1],["$e","@b:x",1],["$e","@b:x",1],["$e","@b:x",1]]]]}"#] {
             XCTAssertNil(CatchUpPlan(text: bad), bad)
         }
         let many = CatchUpPlan(next: "s_next", rooms: (0..<500).map { .init(room: "!room\($0):example.org", to: String(repeating: "t", count: 40)) })

@@ -503,6 +503,51 @@ final class MatrixRelationTests: XCTestCase {
         }
     }
 
+    /// Receipts sent while the user was away reach the cache with the catch-up, in a room the
+    /// catch-up `/sync` delivers and in one it leaves to be read back (more than its timeline
+    /// holds): bob's read marks alice's message read; alice's own read on another device marks
+    /// what she received up to it read, and nothing after it.
+    func testReceiptsSentWhileAwayReachTheCacheWithTheCatchUp() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        let aliceRaw = RawMatrixClient(session: session)
+        let (bob, team) = try await group(for: session)
+        let d = try await device(session)
+        let bobId = bob.session.userId
+        let mine = try await d.sendText(TextMessage(receiverUid: bobId, text: "read me", receiverType: .user))
+        let invite = try await bob.call("GET", "_matrix/client/v3/sync", query: [("timeout", "0")])
+        let dm = try XCTUnwrap(invite["rooms"]?["invite"]?.objectValue?.keys.first)
+        try await bob.join(dm)
+        await d.vault.logout()
+
+        // Away: bob reads alice's message and writes two; alice, on another device, reads the
+        // first. In the group bob writes 120 (more than a catch-up /sync timeline holds) and alice
+        // reads up to the 110th.
+        let history = try await bob.call("GET", "_matrix/client/v3/rooms/\(dm)/messages", query: [("dir", "b"), ("limit", "10")])
+        let readMe = try XCTUnwrap((history["chunk"]?.arrayValue ?? []).first { $0["content"]?["body"]?.stringValue == "read me" }?["event_id"]?.stringValue)
+        _ = try await bob.call("POST", "_matrix/client/v3/rooms/\(dm)/receipt/m.read/\(readMe)", .object([:]))
+        let first = try await bob.sendText("first", room: dm)
+        try await bob.sendText("second", room: dm)
+        _ = try await aliceRaw.call("POST", "_matrix/client/v3/rooms/\(dm)/receipt/m.read/\(first)", .object([:]))
+        var events: [String] = []
+        for i in 1...120 { events.append(try await bob.sendText("g\(i)", room: team)) }
+        _ = try await aliceRaw.call("POST", "_matrix/client/v3/rooms/\(team)/receipt/m.read/\(events[109])", .object([:]))
+
+        try await d.restart(homeserver: try TestHomeserver.url())
+        let direct = [session.userId, bobId].sorted().joined(separator: "_user_")
+        try await d.wait("the catch-up", seconds: 60) {
+            if try d.rows(direct) < 3 || d.rows("group_\(team)") < 120 { _ = try? await d.vault.syncNow() }
+            return try d.rows(direct) == 3 && d.rows("group_\(team)") == 120
+        }
+        await d.vault.waitForSyncIdle()
+        let dmRows = await d.cached(.user(bobId))
+        XCTAssertEqual(dmRows.first { $0.id == mine.id }?.messageStatus, .read, "bob's receipt")
+        XCTAssertGreaterThan((dmRows.first { ($0 as? TextMessage)?.text == "first" })?.readByMeAt ?? 0, 0, "alice's own receipt")
+        XCTAssertEqual((dmRows.first { ($0 as? TextMessage)?.text == "second" })?.readByMeAt ?? 0, 0, "sent after what she read")
+        let groupRows = await d.cached(.group(team), limit: 100)
+        let read = Set(groupRows.filter { $0.readByMeAt > 0 }.compactMap { ($0 as? TextMessage)?.text })
+        XCTAssertEqual(read, Set((21...110).map { "g\($0)" }), "read up to the 110th, in a room read back after the /sync")
+    }
+
     func testAReadReceiptHeardInRealtimeSurvivesAnOnlineReadThatRendersNone() async throws {
         let (session, _) = try await TestHomeserver.session("alice")
         let (bobSession, _) = try await TestHomeserver.session("bob")
