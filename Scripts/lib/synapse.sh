@@ -46,9 +46,10 @@ chatvault_synapse_free_port() {
 }
 
 # Writes DIR/homeserver.yaml for a server on 127.0.0.1:PORT. Exported so tests can start a second
-# server of their own (a server stopped and restarted mid-session) the same way.
+# server of their own (a server stopped and restarted mid-session) the same way. EXTRA (optional)
+# is YAML appended to the configuration (a test's own settings, e.g. short-lived access tokens).
 chatvault_synapse_configure() {
-    local dir=$1 port=$2 secret=$3
+    local dir=$1 port=$2 secret=$3 extra=${4:-}
     mkdir -p -m 700 "$dir/media"
     cat > "$dir/log.yaml" <<EOF
 version: 1
@@ -111,6 +112,7 @@ rc_invites:
   per_issuer: {per_second: 10000, burst_count: 10000}
 rc_media_create: {per_second: 10000, burst_count: 10000}
 EOF
+    [ -z "$extra" ] || printf '%s\n' "$extra" >> "$dir/homeserver.yaml"
     chmod 600 "$dir/homeserver.yaml"
     "$CHATVAULT_SYNAPSE_PYTHON" -m synapse.app.homeserver --config-path "$dir/homeserver.yaml" --generate-keys \
         >>"$dir/homeserver.log" 2>&1 || chatvault_die "synapse could not generate its signing key (see $dir/homeserver.log)"

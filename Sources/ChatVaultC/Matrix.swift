@@ -50,5 +50,6 @@ public func cvVaultNewMatrixSync(_ settingsJSON: UnsafePointer<CChar>?, _ homese
         }
         return nil
     }
-    return VaultSetup.finish(dispatcher, config, settings, backend: MatrixBackend(homeserver: server, session: session), out)
+    // The store signIn used, so the tokens the backend renews are the ones the next start finds.
+    return VaultSetup.finish(dispatcher, config, settings, backend: MatrixBackend(homeserver: server, session: session, sessions: sessions), out)
 }

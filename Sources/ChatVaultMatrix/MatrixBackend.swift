@@ -70,16 +70,29 @@ public final class MatrixBackend: ChatBackend {
         var connected = false
         /// Whether the homeserver serves simplified sliding sync (nil: not asked yet).
         var slidingSync: Bool?
+        /// Why the session no longer works (nil while it does).
+        var ended: MatrixSessionEnd?
+        /// The renewal under way (one at a time, whoever found the token expired).
+        var renewal: Task<Result<Bool, BackendError>, Never>?
+        /// A renewed session the store could not keep yet (tried again after the next request).
+        var unsaved = false
     }
 
     /// The code of `.server(501, …)`, answered by every call without a Matrix counterpart.
     public static let unsupportedCode = "ERR_MATRIX_UNSUPPORTED"
 
+    /// Where renewed tokens are kept (nil: in memory only).
+    let sessions: MatrixSessionStore?
+
     /// A backend for an already signed-in session (`MatrixAccount.login` or `signIn`). Nothing is
-    /// requested until the engine calls it.
-    public init(homeserver: URL, session: MatrixSession, configuration: MatrixConfiguration = MatrixConfiguration()) {
+    /// requested until the engine calls it. A session with a refresh token is renewed when the
+    /// homeserver says its access token expired, and the renewed one kept in `sessions` (give the
+    /// store `signIn` used, or the next start signs in with a refresh token already spent).
+    public init(homeserver: URL, session: MatrixSession, configuration: MatrixConfiguration = MatrixConfiguration(),
+                sessions: MatrixSessionStore? = nil) {
         self.homeserver = homeserver
         self.configuration = configuration
+        self.sessions = sessions
         http = MatrixHTTP(homeserver: homeserver, requestTimeout: configuration.requestTimeout,
                           maxResponseBytes: configuration.maxResponseBytes)
         (events, continuation) = AsyncStream.makeStream(of: RealtimeEvent.self, bufferingPolicy: .bufferingNewest(10_000))
@@ -110,7 +123,10 @@ public final class MatrixBackend: ChatBackend {
         guard state.withLock({ $0.loggedIn }) else {
             throw .server(status: 401, code: "ERR_NOT_LOGGED_IN", message: "log in first")
         }
-        return try await http.call(method, path, query: query, json: json, token: token, timeout: timeout)
+        let http = self.http
+        return try await authorized { (token: String) async throws(BackendError) -> MatrixHTTP.Answer in
+            try await http.call(method, path, query: query, json: json, token: token, timeout: timeout)
+        }
     }
 
     // MARK: - Session
@@ -154,7 +170,10 @@ public final class MatrixBackend: ChatBackend {
         guard userId == session.userId else {
             throw .server(status: 401, code: "ERR_MATRIX_WRONG_USER", message: "this backend is signed in as another user")
         }
-        let whoami = try await http.call("GET", "/_matrix/client/v3/account/whoami", token: session.accessToken)
+        let http = self.http
+        let whoami = try await authorized { (token: String) async throws(BackendError) -> MatrixHTTP.Answer in
+            try await http.call("GET", "/_matrix/client/v3/account/whoami", token: token)
+        }
         guard whoami.json["user_id"]?.stringValue == session.userId else {
             throw .server(status: 401, code: "ERR_MATRIX_WRONG_USER", message: "the access token belongs to another user")
         }

@@ -27,6 +27,8 @@ public struct MatrixCallStatistics: Sendable, Equatable {
 /// - A refused or dropped connection is `.unreachable`, no answer in time `.timedOut`.
 /// - An error answer is `.server(status:code:message:)` with Matrix's `errcode` as the code
 ///   (`M_UNKNOWN` when the body has none); 429 and 5xx are transient (`BackendError.isTransient`).
+///   A refused access token (401 `M_UNKNOWN_TOKEN`) is `MatrixBackend.softLogoutCode` when the
+///   homeserver says `soft_logout` (expired), `MatrixBackend.loggedOutCode` otherwise.
 /// - An answer larger than `maxResponseBytes`, or one that is not JSON, is
 ///   `.server(502, "ERR_MATRIX_BAD_RESPONSE")`: nothing the server sends can crash the client.
 /// - The access token travels in the `Authorization` header only, never in a URL, a log or an error.
@@ -172,8 +174,15 @@ final class MatrixHTTP: Sendable {
         }
         let time = (http.value(forHTTPHeaderField: "Date")).flatMap(Self.httpDate)
         guard (200..<300).contains(http.statusCode) else {
-            let code = json["errcode"]?.stringValue.map { String($0.prefix(64)) } ?? "M_UNKNOWN"
-            let message = json["error"]?.stringValue.map { String($0.prefix(200)) } ?? "HTTP \(http.statusCode)"
+            var code = json["errcode"]?.stringValue.map { String($0.prefix(64)) } ?? "M_UNKNOWN"
+            var message = json["error"]?.stringValue.map { String($0.prefix(200)) } ?? "HTTP \(http.statusCode)"
+            if http.statusCode == 401, code == "M_UNKNOWN_TOKEN" {
+                // Expired (soft: the device lives on, renew or sign in again on it) or the device
+                // logged out (hard): the two call for different things.
+                let soft = json["soft_logout"]?.boolValue == true
+                message = "M_UNKNOWN_TOKEN: " + message
+                code = soft ? MatrixBackend.softLogoutCode : MatrixBackend.loggedOutCode
+            }
             throw .server(status: http.statusCode, code: code, message: message)
         }
         guard case .object = json else { throw Self.bad("the answer is not a JSON object") }

@@ -20,8 +20,11 @@ extension MatrixBackend {
         guard let data = FileManager.default.contents(atPath: path), data.count == size else {
             throw .server(status: 400, code: "ERR_FILE_NOT_FOUND", message: "the file to upload cannot be read")
         }
-        let answer = try await http.upload("/_matrix/media/v3/upload", query: [("filename", name)], body: data,
-                                           contentType: mimeType.isEmpty ? "application/octet-stream" : mimeType, token: token)
+        let http = self.http
+        let answer = try await authorized { (token: String) async throws(BackendError) -> MatrixHTTP.Answer in
+            try await http.upload("/_matrix/media/v3/upload", query: [("filename", name)], body: data,
+                                  contentType: mimeType.isEmpty ? "application/octet-stream" : mimeType, token: token)
+        }
         guard let uri = answer.json["content_uri"]?.stringValue, MatrixMedia.parse(uri) != nil else {
             throw MatrixHTTP.bad("the upload answered no mxc:// URI")
         }
@@ -42,8 +45,12 @@ extension MatrixBackend {
             throw .server(status: 404, code: "ERR_NOT_FOUND", message: "not an mxc:// URL")
         }
         guard state.withLock({ $0.loggedIn }) else { throw .server(status: 401, code: "ERR_NOT_LOGGED_IN", message: "log in first") }
-        let (data, mime) = try await http.download("/_matrix/client/v1/media/download/\(MatrixHTTP.segment(server))/\(MatrixHTTP.segment(id))",
-                                                   token: token, limit: configuration.maxMediaBytes)
+        let http = self.http
+        let path = "/_matrix/client/v1/media/download/\(MatrixHTTP.segment(server))/\(MatrixHTTP.segment(id))"
+        let limit = configuration.maxMediaBytes
+        let (data, mime) = try await authorized { (token: String) async throws(BackendError) -> (Data, String?) in
+            try await http.download(path, token: token, limit: limit)
+        }
         // Handed over in chunks, as a streaming download would: the engine never needs it whole.
         let chunks = AsyncThrowingStream<Data, any Error> { continuation in
             var offset = 0

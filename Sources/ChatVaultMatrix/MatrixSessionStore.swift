@@ -35,12 +35,16 @@ public struct MatrixSessionStore: Sendable {
         return CredentialItemID(applicationId: applicationId, account: account, kind: Self.kind)
     }
 
-    /// Stores the session (user id, device id, access token) as one item, replacing the user's
-    /// previous one on that homeserver.
+    /// Stores the session (user id, device id, access token, refresh token) as one item, replacing
+    /// the user's previous one on that homeserver.
     /// - Throws: the key store's `KeyStoreError` when it cannot store now (locked, no bus).
     public func save(_ session: MatrixSession, homeserver: URL) throws(KeyStoreError) {
-        let secret: JSONValue = ["userId": .string(session.userId), "deviceId": .string(session.deviceId),
+        var secret: JSONValue = ["userId": .string(session.userId), "deviceId": .string(session.deviceId),
                                  "accessToken": .string(session.accessToken)]
+        if let refresh = session.refreshToken, case .object(var fields) = secret {
+            fields["refreshToken"] = .string(refresh)
+            secret = .object(fields)
+        }
         try store.storeCredential(String(decoding: secret.jsonData(), as: UTF8.self), for: itemID(homeserver: homeserver, userId: session.userId),
                                   label: "ChatVault Matrix session (\(homeserver.host ?? "homeserver"))")
     }
@@ -56,7 +60,8 @@ public struct MatrixSessionStore: Sendable {
                   json["userId"]?.stringValue == userId,
                   let device = json["deviceId"]?.stringValue, !device.isEmpty,
                   let token = json["accessToken"]?.stringValue, !token.isEmpty else { return nil }
-            return MatrixSession(userId: userId, deviceId: device, accessToken: token)
+            let refresh = json["refreshToken"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+            return MatrixSession(userId: userId, deviceId: device, accessToken: token, refreshToken: refresh)
         }
     }
 
@@ -88,11 +93,13 @@ extension MatrixAccount {
         }
     }
 
-    /// The stored session when its token still works (checked with `whoami`); otherwise a
-    /// password login that keeps the stored device id (so sends repeated after a restart stay
-    /// one event) and stores the new session. `user` is the full id (`@alice:example.org`).
-    /// `password` is asked for only when needed.
-    public static func signIn(homeserver: URL, user: String, sessions: MatrixSessionStore,
+    /// The stored session when its token still works (checked with `whoami`), or renewed with its
+    /// refresh token when it expired (and stored again); otherwise a password login that keeps the
+    /// stored device id (so sends repeated after a restart stay one event) and stores the new
+    /// session, with a refresh token unless `refreshToken` is false (hand `sessions` to the
+    /// `MatrixBackend` too, so the tokens it renews are kept). `user` is the full id
+    /// (`@alice:example.org`). `password` is asked for only when needed.
+    public static func signIn(homeserver: URL, user: String, sessions: MatrixSessionStore, refreshToken: Bool = true,
                               password: @Sendable () -> String?) async throws(SignInError) -> MatrixSession {
         let stored: MatrixSession?
         do { stored = try sessions.load(homeserver: homeserver, userId: user) } catch { throw .sessionStore(error) }
@@ -101,6 +108,9 @@ extension MatrixAccount {
             do {
                 let whoami = try await http.call("GET", "/_matrix/client/v3/account/whoami", token: stored.accessToken)
                 if whoami.json["user_id"]?.stringValue == user { return stored }
+            } catch .server(401, MatrixBackend.softLogoutCode, _) where stored.refreshToken != nil {
+                // Expired: renewed with the refresh token (a refused one: log in again below).
+                if let renewed = try await renew(stored, homeserver: homeserver, sessions: sessions) { return renewed }
             } catch .server(401, _, _) {
                 // The token was revoked or expired: log in again below, on the same device.
             } catch {
@@ -110,11 +120,28 @@ extension MatrixAccount {
         guard let secret = password() else { throw .passwordNeeded }
         let session: MatrixSession
         do {
-            session = try await login(homeserver: homeserver, user: user, password: secret, deviceId: stored?.deviceId)
+            session = try await login(homeserver: homeserver, user: user, password: secret, deviceId: stored?.deviceId,
+                                      refreshToken: refreshToken)
         } catch {
             throw .server(error)
         }
         do { try sessions.save(session, homeserver: homeserver) } catch { throw .sessionStore(error) }
         return session
+    }
+
+    /// An expired stored session renewed with its refresh token and stored again; nil when the
+    /// homeserver refused the refresh token. A store that cannot save now fails the sign-in and
+    /// changes nothing: the old refresh token keeps working until the new access token is used.
+    private static func renew(_ stored: MatrixSession, homeserver: URL, sessions: MatrixSessionStore) async throws(SignInError) -> MatrixSession? {
+        let renewed: MatrixSession
+        do {
+            renewed = try await refresh(homeserver: homeserver, session: stored)
+        } catch .server(401, _, _) {
+            return nil
+        } catch {
+            throw .server(error)
+        }
+        do { try sessions.save(renewed, homeserver: homeserver) } catch { throw .sessionStore(error) }
+        return renewed
     }
 }

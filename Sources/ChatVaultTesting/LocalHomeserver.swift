@@ -30,7 +30,8 @@ public final class LocalHomeserver: @unchecked Sendable {
     ///   - repository: the ChatVault checkout (its `Scripts/lib/synapse.sh` writes the config).
     ///   - python: the Synapse environment's interpreter (`chatvault_synapse_install` sets
     ///     `CHATVAULT_SYNAPSE_PYTHON`).
-    public init(repository: String, python: String) throws {
+    ///   - extraConfiguration: YAML appended to the server's configuration (a test's own settings).
+    public init(repository: String, python: String, extraConfiguration: String = "") throws {
         self.python = python
         directory = try TemporaryDirectory.create(prefix: "chatvault-synapse")
         secret = UUID().uuidString.replacingOccurrences(of: "-", with: "")
@@ -40,8 +41,8 @@ public final class LocalHomeserver: @unchecked Sendable {
         }
         self.port = port
         self.url = url
-        try Self.run("/bin/bash", ["-c", #". "$1/Scripts/lib/common.sh"; . "$1/Scripts/lib/synapse.sh"; chatvault_synapse_configure "$2" "$3" "$4""#,
-                                   "configure", repository, directory.path, String(port), secret])
+        try Self.run("/bin/bash", ["-c", #". "$1/Scripts/lib/common.sh"; . "$1/Scripts/lib/synapse.sh"; chatvault_synapse_configure "$2" "$3" "$4" "$5""#,
+                                   "configure", repository, directory.path, String(port), secret, extraConfiguration])
     }
 
     deinit { stop() }

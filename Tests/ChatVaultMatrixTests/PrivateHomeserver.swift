@@ -8,10 +8,10 @@ enum PrivateHomeserver {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
     }
 
-    static func make() throws -> LocalHomeserver {
+    static func make(extraConfiguration: String = "") throws -> LocalHomeserver {
         guard let python = ProcessInfo.processInfo.environment["CHATVAULT_SYNAPSE_PYTHON"], !python.isEmpty else {
             throw TestHomeserver.Missing()
         }
-        return try LocalHomeserver(repository: repositoryRoot, python: python)
+        return try LocalHomeserver(repository: repositoryRoot, python: python, extraConfiguration: extraConfiguration)
     }
 }

@@ -20,7 +20,9 @@ public enum BackendError: Error, Sendable, Equatable, CustomStringConvertible {
     case unreachable
     /// Sent, but no answer in time (the server may or may not have acted on it).
     case timedOut
-    /// The server answered with an error (HTTP-like status and the server's own code).
+    /// The server answered with an error (HTTP-like status and the server's own code). A 401 says
+    /// the session is not authorised (expired, logged out), never that a message is refused: the
+    /// outbox keeps a send that met it queued, for the session after a sign-in again.
     case server(status: Int, code: String, message: String)
 
     /// A sentence for logs: the kind of failure, and for a server error its status and code; the

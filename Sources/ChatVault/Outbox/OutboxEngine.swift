@@ -482,6 +482,10 @@ extension OutboxEngine {
             noteWaiting(row.localId)
             link.suspect()
             return .waiting
+        case .server(401, _, _):
+            // The session is not authorised (its token expired or was revoked): not the message's
+            // fault. It waits, queued, for a session that is (never failed, never dropped).
+            return .noConnection
         case .server(let status, let code, _):
             let reason: MessageFailureReason = error.isTransient ? .transient : .permanent
             return await fail(row, reason, CometChatException(errorCode: OfflineVault.safeCode(code), errorDescription: "The server refused the message (status \(status))."), cache: cache)

@@ -166,9 +166,10 @@ cv_vault *cv_vault_new_simulated(const char *settings_json, cv_simulator *simula
 
 /* A vault over a Matrix homeserver for `user_id` (@user:server), with the same settings JSON.
  * Signs in with the session this application keeps in the Secret Service (checked with the
- * server); when there is none, or its token was revoked, with the password read to the end of
- * `password_fd` (the caller's descriptor, left open; -1 when a kept session is expected), and keeps
- * the new session there. The password is read into memory that is wiped after use and is never
+ * server, renewed with its refresh token when it expired); when there is none, or its token was
+ * revoked, with the password read to the end of `password_fd` (the caller's descriptor, left open;
+ * -1 when a kept session is expected), and keeps the new session there, with a refresh token: the
+ * tokens renewed while the vault runs are kept there too. The password is read into memory that is wiped after use and is never
  * passed as a string; the access token never crosses to C. Errors: ERR_MATRIX_PASSWORD_NEEDED,
  * ERR_MATRIX_SESSION_STORE (the keyring locked or missing), the server's errcode (M_FORBIDDEN…),
  * ERROR_INTERNET_UNAVAILABLE. Then cv_vault_login_sync() with the same user id. */
