@@ -44,6 +44,11 @@ public final class MatrixBackend: ChatBackend {
     /// life; the newest 10,000 are buffered while nobody iterates.
     public let events: AsyncStream<RealtimeEvent>
     let continuation: AsyncStream<RealtimeEvent>.Continuation
+    /// Invitations to group rooms as the backend hears them (the catch-up and the realtime
+    /// connection), for the app to show and answer (`joinRoom`, `declineInvitation`); the newest
+    /// 100 are buffered while nobody iterates. `invitations()` lists those still waiting.
+    public let invitationEvents: AsyncStream<MatrixInvitation>
+    let invitationContinuation: AsyncStream<MatrixInvitation>.Continuation
     let http: MatrixHTTP
     let state: Mutex<State>
     /// Held while a message's set of annotations is read, changed and stored again (the catch-up
@@ -96,12 +101,14 @@ public final class MatrixBackend: ChatBackend {
         http = MatrixHTTP(homeserver: homeserver, requestTimeout: configuration.requestTimeout,
                           maxResponseBytes: configuration.maxResponseBytes)
         (events, continuation) = AsyncStream.makeStream(of: RealtimeEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        (invitationEvents, invitationContinuation) = AsyncStream.makeStream(of: MatrixInvitation.self, bufferingPolicy: .bufferingNewest(100))
         state = Mutex(State(session: session))
     }
 
     deinit {
         state.withLock { $0.loop?.cancel() }
         continuation.finish()
+        invitationContinuation.finish()
     }
 
     /// Requests made so far and where their time went (for benchmarks).

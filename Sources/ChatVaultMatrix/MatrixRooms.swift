@@ -196,7 +196,7 @@ extension MatrixBackend {
         return room
     }
 
-    /// Joins a room the user was invited to (or a public one).
+    /// Joins a room the user was invited to (accepting a `MatrixInvitation`), or a public one.
     public func joinRoom(_ room: String) async throws(BackendError) {
         guard MatrixIds.isRoomId(room) else { throw .server(status: 404, code: "ERR_GUID_NOT_FOUND", message: "not a Matrix room id") }
         _ = try await call("POST", "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(room))/join", json: .object([:]))

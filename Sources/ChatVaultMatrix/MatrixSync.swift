@@ -163,7 +163,13 @@ extension MatrixBackend {
         var gaps: [CatchUpPlan.Room] = []
         if let invites = json["rooms"]?["invite"]?.objectValue {
             for (room, value) in invites.sorted(by: { $0.key < $1.key }) {
-                let joined = await acceptDirectInvite(room: room, inviteState: value["invite_state"]?["events"]?.arrayValue ?? [])
+                let inviteState = value["invite_state"]?["events"]?.arrayValue ?? []
+                if let invitation = groupInvitation(room: room, inviteState: inviteState) {
+                    // A group's invitation waits for the user's answer.
+                    invitationContinuation.yield(invitation)
+                    continue
+                }
+                let joined = await acceptDirectInvite(room: room, inviteState: inviteState)
                 // Joined during a catch-up: the room's whole backlog (sent while the invitation
                 // waited) is read from its start, not only what follows the join.
                 if joined, since != nil { gaps.append(CatchUpPlan.Room(room: room, to: "")) }

@@ -1,6 +1,7 @@
 import ChatVault
 import ChatVaultMatrix
 import Foundation
+import Synchronization
 import XCTest
 
 /// What the Matrix backend maps beyond messages, against the real Synapse: blocking
@@ -34,6 +35,55 @@ final class MatrixDirectoryTests: XCTestCase {
         query.limit = 10
         let page = try await r.alice.messages(query)
         return try XCTUnwrap(page.items.last { $0["data"]?["text"]?.stringValue == text })
+    }
+
+    /// Invitations to groups wait for the user: heard in realtime, listed, declined or accepted
+    /// through the backend; an invitation to a direct chat is still accepted by the backend itself.
+    func testGroupInvitationsAreHeardListedAndAnsweredWhileDirectOnesAreAccepted() async throws {
+        let r = try await groupRoom()
+        let heard = Mutex<[MatrixInvitation]>([])
+        let listening = Task { for await invitation in r.alice.invitationEvents { heard.withLock { $0.append(invitation) } } }
+        defer { listening.cancel() }
+        try await r.alice.connect()
+        let club = try await r.bob.createRoom(name: "Book club", invite: [r.aliceSession.userId])
+        let chess = try await r.bob.createRoom(name: "Chess", invite: [r.aliceSession.userId])
+        let direct = try await r.bob.createRoom(name: "", invite: [r.aliceSession.userId], direct: true)
+        let deadline = Date().addingTimeInterval(30)
+        while heard.withLock({ $0.count }) < 2, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        XCTAssertEqual(Set(heard.withLock { $0 }.map(\.room)), [club, chess], "both group invitations heard, not the direct one")
+        let bobId = r.bob.session.userId
+        XCTAssertEqual(heard.withLock { $0 }.first { $0.room == club }, MatrixInvitation(room: club, name: "Book club", inviter: bobId))
+
+        let waiting = try await r.alice.invitations()
+        XCTAssertEqual(waiting.map(\.room).sorted(), [club, chess].sorted())
+        XCTAssertEqual(waiting.first { $0.room == chess }?.name, "Chess")
+        // The direct chat was joined without asking.
+        var members: [String] = []
+        while Date() < deadline {
+            members = (try await r.bob.call("GET", "_matrix/client/v3/rooms/\(direct)/joined_members"))["joined"]?.objectValue.map { Array($0.keys) } ?? []
+            if members.contains(r.aliceSession.userId) { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        XCTAssertTrue(members.contains(r.aliceSession.userId), "the direct invitation accepted by the backend")
+
+        try await r.alice.declineInvitation(club)
+        try await r.alice.joinRoom(chess)
+        let after = try await r.alice.invitations()
+        XCTAssertTrue(after.isEmpty, "each answered: \(after.map(\.room))")
+        let clubMembers = try await r.bob.call("GET", "_matrix/client/v3/rooms/\(club)/joined_members")
+        XCTAssertNil(clubMembers["joined"]?[r.aliceSession.userId], "declined: alice never joined the club")
+        try await r.bob.sendText("welcome", room: chess)
+        try await r.bob.sendText("welcome", room: club)
+        let conversations = try await r.alice.conversations(ConversationQuery())
+        XCTAssertTrue(conversations.items.contains { $0["conversationId"]?.stringValue == "group_\(chess)" }, "the accepted group is a conversation")
+        XCTAssertFalse(conversations.items.contains { $0["conversationId"]?.stringValue == "group_\(club)" })
+        do {
+            try await r.alice.declineInvitation("not a room")
+            XCTFail("a string that is not a room id must be refused")
+        } catch {
+            guard case .server(404, "ERR_GUID_NOT_FOUND", _) = error else { return XCTFail("\(error)") }
+        }
+        await r.alice.disconnect()
     }
 
     func testBlockingIsTheIgnoredUserList() async throws {
