@@ -75,6 +75,8 @@ public final class MatrixBackend: ChatBackend {
         var connected = false
         /// Whether the homeserver serves simplified sliding sync (nil: not asked yet).
         var slidingSync: Bool?
+        /// The conversation list as the realtime connection keeps it (`KnownRooms`).
+        var known: KnownRooms?
         /// Why the session no longer works (nil while it does).
         var ended: MatrixSessionEnd?
         /// The renewal under way (one at a time, whoever found the token expired).

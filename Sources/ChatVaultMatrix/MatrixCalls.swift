@@ -184,10 +184,21 @@ extension MatrixBackend {
     /// the first `limit` of them, in one page. The other `ConversationQuery` filters are not
     /// applied (the engine's cached phase applies them).
     /// - Throws: 400 `ERR_INVALID_CURSOR` for a cursor this backend did not give.
+    ///
+    /// While the realtime connection is up, the list it keeps is answered instead
+    /// (`KnownRooms`): built once per connection, then only the rooms the connection saw change
+    /// are read again (one `/sync` filtered to them), so a list read twice with nothing new makes
+    /// no request.
     public func conversations(_ query: ConversationQuery) async throws(BackendError) -> WirePage {
         let limit = min(max(query.limit, 1), MatrixRoomList.maxWindow)
+        let offset = try MatrixRoomList.offset(of: query.cursor)
+        if let known = try await keptConversations() {
+            let end = offset + limit
+            let items = offset < known.count ? Array(known[offset..<min(end, known.count)]) : []
+            return WirePage(items: items, nextCursor: known.count > end ? MatrixRoomList.cursorPrefix + String(end) : nil)
+        }
         if await offersSlidingSync() {
-            return try await slidingConversations(from: try MatrixRoomList.offset(of: query.cursor), limit: limit)
+            return try await slidingConversations(from: offset, limit: limit)
         }
         guard query.cursor == nil else { throw MatrixRoomList.invalidCursor }
         return WirePage(items: Array(try await allConversations().prefix(limit)), nextCursor: nil)
@@ -198,19 +209,22 @@ extension MatrixBackend {
         try await joinedConversations(rooms: nil).sorted { $0.0 > $1.0 }.map(\.1)
     }
 
+    /// A room of the list: its last message's id (it follows the server time to 16 ms: the list's
+    /// order), the room as a conversation, and the room.
+    typealias Listed = (order: Int64, conversation: JSONValue, room: String)
+
     /// The joined rooms of one `/sync` answer (`rooms`: only those) with a message among their 20
-    /// latest events, as conversations, each with its last message's id (it follows the server
-    /// time to 16 ms: the list's order).
-    func joinedConversations(rooms: [String]?) async throws(BackendError) -> [(Int64, JSONValue)] {
+    /// latest events, as conversations.
+    func joinedConversations(rooms: [String]?) async throws(BackendError) -> [Listed] {
         let answer = try await call("GET", "/_matrix/client/v3/sync",
                                     query: [("timeout", "0"), ("filter", Self.syncFilter(timelineLimit: 20, rooms: rooms))])
         if let events = answer.json["account_data"]?["events"]?.arrayValue { applyAccountData(events) }
-        var items: [(Int64, JSONValue)] = []
+        var items: [Listed] = []
         for (room, value) in (answer.json["rooms"]?["join"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) where MatrixIds.isRoomId(room) {
             guard rooms?.contains(room) ?? true else { continue }
             let unread = value["unread_notifications"]?["notification_count"]?.intValue ?? 0
-            if let item = try await listed(room: room, events: value["timeline"]?["events"]?.arrayValue ?? [], unread: unread) {
-                items.append(item)
+            if let (order, conversation) = try await listed(room: room, events: value["timeline"]?["events"]?.arrayValue ?? [], unread: unread) {
+                items.append((order, conversation, room))
             }
         }
         return items

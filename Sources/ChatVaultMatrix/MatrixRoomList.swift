@@ -91,3 +91,104 @@ extension MatrixBackend {
         return WirePage(items: items.sorted { $0.0 > $1.0 }.map(\.1), nextCursor: next)
     }
 }
+
+/// The conversation list the realtime connection keeps: every joined room with a message, as the
+/// list renders it, built once per connection (`generation`) and then kept by the long-poll,
+/// which marks the rooms it hears about (`dirty`: read again before the next answer) and drops
+/// those left. Gone when the connection drops (what happened meanwhile is unknown) or the
+/// direct-chat map changes (a room's rendering depends on it).
+struct KnownRooms: Sendable {
+    var generation: Int
+    var rooms: [String: (order: Int64, conversation: JSONValue)] = [:]
+    var dirty: Set<String> = []
+    /// Built: `rooms` is the whole list (until then, changes only go to `dirty`).
+    var built = false
+
+    /// The list, most recent first.
+    var sorted: [JSONValue] {
+        rooms.sorted { ($0.value.order, $1.key) > ($1.value.order, $0.key) }.map(\.value.conversation)
+    }
+}
+
+extension MatrixBackend {
+    /// The kept conversation list, most recent first: built when the connection has none, the
+    /// rooms it saw change read again; nil while the realtime connection is down (the caller reads
+    /// the server as before).
+    func keptConversations() async throws(BackendError) -> [JSONValue]? {
+        enum Step { case answer([JSONValue]), refresh([String]), build(Int) }
+        let step = state.withLock { s -> Step? in
+            guard s.connected else { s.known = nil; return nil }
+            if let known = s.known, known.generation == s.connection, known.built {
+                return known.dirty.isEmpty ? .answer(known.sorted) : .refresh(known.dirty.sorted())
+            }
+            s.known = KnownRooms(generation: s.connection)
+            return .build(s.connection)
+        }
+        switch step {
+        case nil:
+            return nil
+        case .answer(let list)?:
+            return list
+        case .refresh(let rooms)?:
+            let fresh = try await joinedConversations(rooms: rooms)
+            return state.withLock { s -> [JSONValue] in
+                guard var known = s.known else { return [] }
+                for (order, conversation, room) in fresh { known.rooms[room] = (order, conversation) }
+                // A room whose latest events hold no message keeps the entry it had.
+                known.dirty.subtract(rooms)
+                s.known = known
+                return known.sorted
+            }
+        case .build(let generation)?:
+            let all = try await everyConversation()
+            return state.withLock { s -> [JSONValue] in
+                guard var known = s.known, known.generation == generation, s.connection == generation else {
+                    // The connection changed while the list was read: answer it, keep nothing.
+                    return all.sorted { $0.order > $1.order }.map(\.conversation)
+                }
+                for (order, conversation, room) in all { known.rooms[room] = (order, conversation) }
+                known.built = true
+                s.known = known
+                return known.sorted
+            }
+        }
+    }
+
+    /// Every joined room with a message: the sliding sync's windows one after the other where the
+    /// server offers it, else one `/sync`.
+    func everyConversation() async throws(BackendError) -> [MatrixBackend.Listed] {
+        guard await offersSlidingSync() else { return try await joinedConversations(rooms: nil) }
+        var all: [MatrixBackend.Listed] = []
+        var offset = 0
+        // Bounded: 10,000 rooms at most.
+        for _ in 0..<100 {
+            let answer = try await call("POST", MatrixRoomList.path, query: [("timeout", "0")],
+                                        json: MatrixRoomList.request(offset: offset, limit: MatrixRoomList.maxWindow))
+            if let events = answer.json["extensions"]?["account_data"]?["global"]?.arrayValue { applyAccountData(events) }
+            let rooms = MatrixRoomList.windowRooms(answer.json, limit: MatrixRoomList.maxWindow)
+            if !rooms.isEmpty { all += try await joinedConversations(rooms: rooms) }
+            offset += MatrixRoomList.maxWindow
+            guard (answer.json["lists"]?["conversations"]?["count"]?.intValue ?? 0) > Int64(offset) else { break }
+        }
+        return all
+    }
+
+    /// What one realtime `/sync` answer changes in the kept list: the rooms it names are read
+    /// again before the next answer, the rooms left go, and a new direct-chat map (or an answer
+    /// of another connection) drops the list.
+    func noteListChanges(_ json: JSONValue, generation: Int) {
+        let joined = (json["rooms"]?["join"]?.objectValue ?? [:]).keys.filter(MatrixIds.isRoomId)
+        let left = (json["rooms"]?["leave"]?.objectValue ?? [:]).keys
+        let direct = (json["account_data"]?["events"]?.arrayValue ?? []).contains { $0["type"]?.stringValue == "m.direct" }
+        state.withLock { s in
+            guard var known = s.known else { return }
+            guard known.generation == generation, !direct else { s.known = nil; return }
+            known.dirty.formUnion(joined)
+            for room in left {
+                known.rooms[room] = nil
+                known.dirty.remove(room)
+            }
+            s.known = known
+        }
+    }
+}

@@ -402,6 +402,7 @@ extension MatrixBackend {
                 throw MatrixHTTP.bad("the sync answer has no next_batch")
             }
             let changes = try await process(sync: answer.json, since: nil).changes
+            noteListChanges(answer.json, generation: generation)
             note(changes)
             for change in changes {
                 guard state.withLock({ $0.connection == generation }) else { return nil }

@@ -484,6 +484,91 @@ final class MatrixRelationTests: XCTestCase {
         XCTAssertLessThan(after.bytes - before.bytes, listBytes / 3, "one room of six read (\(after.bytes - before.bytes) against \(listBytes) bytes)")
     }
 
+    /// While the realtime connection is up, the list it keeps is the answer: built once, then read
+    /// again with no request while nothing changed, one request for the rooms a change touched,
+    /// rooms left dropped; the same renderings as a backend without a connection gives; and
+    /// requests again once the connection is down.
+    func testTheConnectionKeepsTheListAndAListReadAgainWithNothingNewMakesNoRequest() async throws {
+        let (session, _) = try await TestHomeserver.session("alice")
+        var rooms: [(bob: RawMatrixClient, room: String)] = []
+        for i in 0..<5 {
+            let (bob, room) = try await group(for: session)
+            try await bob.sendText("room \(i)", room: room)
+            rooms.append((bob, room))
+        }
+        let identities = MemoryMessageIdentities()
+        let backend = MatrixBackend(homeserver: try TestHomeserver.url(), session: session)
+        backend.attach(identities: identities)
+        _ = try await backend.login(userId: session.userId)
+        try await backend.connect()
+        var query = ConversationQuery()
+        query.limit = 3
+        func ids(_ items: [JSONValue]) -> [String] { items.compactMap { $0["conversationId"]?.stringValue } }
+        func all() async throws -> (items: [JSONValue], requests: Int) {
+            let before = backend.statistics.requests
+            var items: [JSONValue] = []
+            var q = query
+            for _ in 0..<10 {
+                let page = try await backend.conversations(q)
+                items += page.items
+                guard let next = page.nextCursor else { break }
+                q.cursor = next
+            }
+            return (items, backend.statistics.requests - before)
+        }
+        let cold = try await all()
+        XCTAssertEqual(ids(cold.items), rooms.reversed().map { "group_\($0.room)" }, "most recent first, in pages of 3")
+        XCTAssertGreaterThan(cold.requests, 0)
+        let warm = try await all()
+        XCTAssertEqual(warm.items, cold.items)
+        XCTAssertEqual(warm.requests, 0, "nothing new: no request")
+
+        // A message in the oldest room: it moves to the top, for one request (its room alone).
+        try await rooms[0].bob.sendText("news", room: rooms[0].room)
+        var moved = warm
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            moved = try await all()
+            if ids(moved.items).first == "group_\(rooms[0].room)" { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        XCTAssertEqual(ids(moved.items).first, "group_\(rooms[0].room)")
+        XCTAssertEqual(moved.items.first?["lastMessage"]?["data"]?["text"]?.stringValue, "news")
+        XCTAssertLessThanOrEqual(moved.requests, 1, "only the room that changed")
+        let again = try await all()
+        XCTAssertEqual(again.requests, 0)
+
+        // The same renderings as a list read without a connection (same id map).
+        let bare = MatrixBackend(homeserver: try TestHomeserver.url(), session: session)
+        bare.attach(identities: identities)
+        _ = try await bare.login(userId: session.userId)
+        var fresh: [JSONValue] = []
+        var q = ConversationQuery()
+        q.limit = 3
+        for _ in 0..<10 {
+            let page = try await bare.conversations(q)
+            fresh += page.items
+            guard let next = page.nextCursor else { break }
+            q.cursor = next
+        }
+        XCTAssertEqual(fresh, moved.items)
+
+        // A room left goes from the kept list.
+        _ = try await RawMatrixClient(session: session).call("POST", "_matrix/client/v3/rooms/\(rooms[2].room)/leave", .object([:]))
+        var after = moved
+        while Date() < deadline.addingTimeInterval(10) {
+            after = try await all()
+            if !ids(after.items).contains("group_\(rooms[2].room)") { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        XCTAssertFalse(ids(after.items).contains("group_\(rooms[2].room)"))
+        XCTAssertEqual(after.items.count, 4)
+
+        await backend.disconnect()
+        let disconnected = try await all()
+        XCTAssertGreaterThan(disconnected.requests, 0, "no connection: the server is asked")
+    }
+
     func testALookupFindsAConversationWhoseLatestEventsHoldNoMessage() async throws {
         let (session, _) = try await TestHomeserver.session("alice")
         let (bob, room) = try await group(for: session)
