@@ -111,6 +111,8 @@ rc_invites:
   per_user: {per_second: 10000, burst_count: 10000}
   per_issuer: {per_second: 10000, burst_count: 10000}
 rc_media_create: {per_second: 10000, burst_count: 10000}
+rc_room_creation: {per_second: 10000, burst_count: 10000}
+rc_joins_per_room: {per_second: 10000, burst_count: 10000}
 EOF
     [ -z "$extra" ] || printf '%s\n' "$extra" >> "$dir/homeserver.yaml"
     chmod 600 "$dir/homeserver.yaml"
