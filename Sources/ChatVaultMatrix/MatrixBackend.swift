@@ -77,6 +77,9 @@ public final class MatrixBackend: ChatBackend {
         var slidingSync: Bool?
         /// The conversation list as the realtime connection keeps it (`KnownRooms`).
         var known: KnownRooms?
+        /// The catch-up plan's room being delivered (`<plan id>.<index>`) and its events, oldest
+        /// first, for the pages after the first of a long room.
+        var readBack: (key: String, events: [JSONValue])?
         /// Why the session no longer works (nil while it does).
         var ended: MatrixSessionEnd?
         /// The renewal under way (one at a time, whoever found the token expired).

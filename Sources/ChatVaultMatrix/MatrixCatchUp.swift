@@ -19,10 +19,11 @@ public struct MatrixGap: Sendable, Equatable {
 /// not deliver, most recent activity first, each read back from `next` to where the cache stands
 /// (`to`: the old sync point, or empty for a room joined during the catch-up, read from its start).
 ///
-/// The token the engine stores is `cvm2.<plan id>.<index>`: the plan and how many of its rooms are
-/// in the cache. A page is whole rooms, so a restart (even after a SIGKILL) resumes at the first
-/// room whose page was not committed, and hundreds of rooms fit (the plan is kept whole, up to the
-/// store's 1 MiB; a token of the old kind held about 35).
+/// The token the engine stores is `cvm2.<plan id>.<index>[.<skip>]`: the plan, how many of its
+/// rooms are in the cache, and how many events of the next one (a room longer than a page goes
+/// over several; read back between the plan's fixed points, it gives the same events again). A
+/// restart, even after a SIGKILL, resumes where the last committed page ended, and hundreds of
+/// rooms fit (the plan is kept whole, up to the store's 1 MiB; a token of the old kind held about 35).
 struct CatchUpPlan: Sendable, Equatable {
     struct Room: Sendable, Equatable {
         var room: String
@@ -95,16 +96,24 @@ struct CatchUpPlan: Sendable, Equatable {
         return String(decoding: json.jsonData(), as: UTF8.self)
     }
 
-    /// The token of the point after the first `index` rooms.
-    func token(at index: Int) -> String { "\(Self.prefix)\(id).\(index)" }
+    /// The token of the point after the first `index` rooms and the first `skip` events of the
+    /// next one (a room longer than a page is delivered over several).
+    func token(at index: Int, skip: Int = 0) -> String {
+        skip > 0 ? "\(Self.prefix)\(id).\(index).\(skip)" : "\(Self.prefix)\(id).\(index)"
+    }
 
-    /// The plan id and room index a `cvm2.` token names; nil when it is not one.
-    static func place(of token: String) -> (id: String, index: Int)? {
+    /// The plan id, room index and events skipped a `cvm2.` token names; nil when it is not one.
+    static func place(of token: String) -> (id: String, index: Int, skip: Int)? {
         guard token.hasPrefix(prefix), token.utf8.count <= 128 else { return nil }
         let parts = token.dropFirst(prefix.count).split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, isId(String(parts[0])), parts[1].utf8.count <= 9, parts[1].utf8.allSatisfy({ (0x30...0x39).contains($0) }),
-              let index = Int(parts[1]) else { return nil }
-        return (String(parts[0]), index)
+        guard parts.count == 2 || parts.count == 3, isId(String(parts[0])) else { return nil }
+        var numbers: [Int] = []
+        for part in parts.dropFirst() {
+            guard part.utf8.count <= 9, !part.isEmpty, part.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let n = Int(part) else { return nil }
+            numbers.append(n)
+        }
+        if numbers.count == 2, numbers[1] == 0 { return nil }
+        return (String(parts[0]), numbers[0], numbers.count == 2 ? numbers[1] : 0)
     }
 
     static func isId(_ id: String) -> Bool {
@@ -120,8 +129,9 @@ struct CatchUpPlan: Sendable, Equatable {
 extension MatrixBackend {
     /// The catch-up: `/sync?since=<token>` (at most 100 events per room, rooms most recently active
     /// first within the engine's `limit`); the rooms it did not deliver (cut short, or beyond the
-    /// page) become a `CatchUpPlan` kept in the cache, read afterwards a few whole rooms a page,
-    /// each back from the `/sync` point to the old one and at most the cache's
+    /// page) become a `CatchUpPlan` kept in the cache, read afterwards room by room, most recent
+    /// first, about `limit` changes a page, each room back from the `/sync` point to the old one
+    /// and at most the cache's
     /// `maxMessagesPerConversation` messages (older ones are a recorded gap: `recordedGaps`).
     /// Edits, redactions and reactions arrive as upserts or deletions of their message, read
     /// receipts (`m.read`) as `receipt`s after the messages they may name.
@@ -132,10 +142,11 @@ extension MatrixBackend {
     public func changes(since token: String?, limit: Int) async throws(BackendError) -> ChangeLogPage {
         guard limit >= 1 else { throw .server(status: 400, code: "ERR_INVALID_LIMIT", message: "limit must be at least 1") }
         if let token, token.hasPrefix(CatchUpPlan.prefix) {
-            guard let place = CatchUpPlan.place(of: token), let plan = storedPlan(), plan.id == place.id, place.index <= plan.rooms.count else {
+            guard let place = CatchUpPlan.place(of: token), let plan = storedPlan(), plan.id == place.id,
+                  place.index < plan.rooms.count || place.index == plan.rooms.count && place.skip == 0 else {
                 throw .server(status: 400, code: BackendError.syncTokenInvalidCode, message: "not a sync token of this backend")
             }
-            return try await fill(plan, from: place.index, limit: limit)
+            return try await fill(plan, from: place.index, skip: place.skip, limit: limit)
         }
         if let token, token.hasPrefix(LegacyCatchUpPoint.prefix) {
             // A catch-up an older version left part-way: its rooms become a plan.
@@ -144,7 +155,7 @@ extension MatrixBackend {
             }
             let plan = CatchUpPlan(next: old.next, rooms: old.gaps.map { CatchUpPlan.Room(room: $0.room, to: $0.from) })
             try keep(plan)
-            return try await fill(plan, from: 0, limit: limit)
+            return try await fill(plan, from: 0, skip: 0, limit: limit)
         }
         var query = [("timeout", "0"), ("filter", Self.syncFilter(timelineLimit: min(limit, Self.catchUpTimelineLimit), receipts: true))]
         if let token {
@@ -192,31 +203,50 @@ extension MatrixBackend {
     /// The code of the transient 503 answered when the cache refuses the catch-up's state.
     static let stateUnavailableCode = "ERR_MATRIX_STATE_UNAVAILABLE"
 
-    /// The next rooms of a plan, whole: at least one, then more while the page holds fewer than
-    /// `limit` changes.
-    func fill(_ plan: CatchUpPlan, from index: Int, limit: Int) async throws(BackendError) -> ChangeLogPage {
+    /// The next part of a plan: its rooms in order, each read back once and delivered oldest
+    /// first, up to about `limit` changes a page (a longer room goes on in the next page, its
+    /// token saying how many of its events are delivered: the read-back from the plan's fixed
+    /// points gives the same events again after a restart), at least one event a page.
+    func fill(_ plan: CatchUpPlan, from index: Int, skip: Int, limit: Int) async throws(BackendError) -> ChangeLogPage {
         var found: [MatrixChange] = []
         var index = index
+        var skip = skip
         while index < plan.rooms.count, found.isEmpty || found.count < limit {
-            found += try await readBack(plan.rooms[index], from: plan.next)
-            index += 1
+            let room = plan.rooms[index]
+            let events = try await readBack(room, of: plan, index: index)
+            let end = min(events.count, skip + max(limit - found.count, 1))
+            if skip < end {
+                // Interpreted oldest first, as every other path does (ids are allocated in that order).
+                found += try await interpret(Array(events[skip..<end]), room: room.room).map(\.change)
+            }
+            skip = end
+            if skip >= events.count {
+                // The room's receipts, which may name what was just read.
+                found += room.receipts.compactMap { receipt($0, room: room.room).map(MatrixChange.read) }
+                state.withLock { $0.readBack = nil }
+                index += 1
+                skip = 0
+            }
         }
         let entries = try await entries(of: found)
         let now = Int64(Date().timeIntervalSince1970)
         guard index < plan.rooms.count else {
             return ChangeLogPage(changes: entries, nextToken: plan.next, serverTime: now, hasMore: false)
         }
-        return ChangeLogPage(changes: entries, nextToken: plan.token(at: index), serverTime: now, hasMore: true)
+        return ChangeLogPage(changes: entries, nextToken: plan.token(at: index, skip: skip), serverTime: now, hasMore: true)
     }
 
-    /// One room's events from `next` back to where the cache stands, at most about
-    /// `messagesPerConversation` messages (the rest is a recorded gap), as changes oldest first.
-    func readBack(_ gap: CatchUpPlan.Room, from next: String) async throws(BackendError) -> [MatrixChange] {
+    /// One room's events from the plan's point back to where the cache stands, oldest first, at
+    /// most about `messagesPerConversation` messages (the rest is a recorded gap); kept for the
+    /// pages that deliver the rest of the room.
+    func readBack(_ gap: CatchUpPlan.Room, of plan: CatchUpPlan, index: Int) async throws(BackendError) -> [JSONValue] {
+        let key = "\(plan.id).\(index)"
+        if let kept = state.withLock({ $0.readBack }), kept.key == key { return kept.events }
         let bound = state.withLock { $0.cached }.messagesPerConversation
         let path = "/_matrix/client/v3/rooms/\(MatrixHTTP.segment(gap.room))/messages"
         var events: [JSONValue] = []
         var messages = 0
-        var from = next
+        var from = plan.next
         var more = true
         for _ in 0..<Self.readBackRequests where more && messages < bound {
             // Room for the relations around the messages (edits, reactions) in one request.
@@ -235,11 +265,9 @@ extension MatrixBackend {
             from = end
         }
         if more { try await recordGap(room: gap.room, before: from, to: gap.to) } else { try forgetGap(room: gap.room) }
-        // Interpreted oldest first, as every other path does (ids are allocated in that order);
-        // then the room's receipts, which may name what was just read.
-        var changes = try await interpret(events.reversed(), room: gap.room).map(\.change)
-        changes += gap.receipts.compactMap { receipt($0, room: gap.room).map(MatrixChange.read) }
-        return changes
+        events.reverse()
+        state.withLock { $0.readBack = (key, events) }
+        return events
     }
 
     /// Requests one room's read-back may take (each up to 1,000 events).

@@ -29,6 +29,7 @@ do {
     case "demo": status = try await DemoCommand.run(rest)
     case OutboxStressCommand.verb: status = try await OutboxStressCommand.run(rest)
     case MatrixSendStressCommand.verb: status = try await MatrixSendStressCommand.run(rest)
+    case MatrixCatchUpStressCommand.verb: status = try await MatrixCatchUpStressCommand.run(rest)
     case SyncStressCommand.verb: status = try await SyncStressCommand.run(rest)
     case MediaStressCommand.verb: status = try await MediaStressCommand.run(rest)
     case "scenarios": status = try await ScenariosCommand.run(rest)

@@ -20,7 +20,7 @@ final class CLIHelpTests: XCTestCase {
     func testTheTopUsageListsEveryVerbAndEveryBenchmark() throws {
         let verbs = try listedVerbs()
         for verb in ["scenarios", "seed", "open", "status", "outbox", "key", "recover", "quarantine", "export", "import", "demo", "bench",
-                     "version", "help", "outbox-stress", "sync-stress", "matrix-send-stress", "media-stress"] {
+                     "version", "help", "outbox-stress", "sync-stress", "matrix-send-stress", "matrix-catchup-stress", "media-stress"] {
             XCTAssertTrue(verbs.contains(verb), "\(verb) is not in the top usage: \(verbs)")
         }
         let top = try CLI.run(["--help"]).stdout

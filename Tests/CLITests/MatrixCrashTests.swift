@@ -20,7 +20,7 @@ final class MatrixCrashTests: XCTestCase {
     static let seed: UInt64 = 0x3a7_5eed
 
     func testSendsKilledBetweenTheRequestAndItsAnswerLandExactlyOnce() async throws {
-        let account = try await Account.make(self)
+        let account = try await Account.make()
         let (url, session, room) = (account.url, account.session, try await account.newRoom())
         let root = TemporaryDirectory()
         let options = account.options(root: root, homeserver: url, room: room)
@@ -91,7 +91,7 @@ final class MatrixCrashTests: XCTestCase {
     /// closures and `.queueOverflow` to the listener. Then, the homeserver reachable, the three
     /// kept go, each exactly once, and nothing else reaches it: nothing went missing.
     func testAFullOutboxRefusesOrEvictsAndTellsEachAndNothingElseGoesMissing() async throws {
-        let account = try await Account.make(self)
+        let account = try await Account.make()
         let unreachable = try XCTUnwrap(URL(string: "http://127.0.0.1:9"))
         for overflow in ["reject-newest", "drop-oldest"] {
             let room = try await account.newRoom()
@@ -152,13 +152,24 @@ final class MatrixCrashTests: XCTestCase {
     }
 
     func login(_ url: URL, user: String, password: String) async throws -> (token: String, device: String) {
+        try await RawMatrix.login(url, user: user, password: password)
+    }
+
+    func call(_ url: URL, _ token: String?, _ method: String, _ path: String, _ body: JSONValue?, query: [(String, String)] = []) async throws -> JSONValue {
+        try await RawMatrix.call(url, token, method, path, body, query: query)
+    }
+}
+
+/// Plain client-server calls to the test homeserver (another client's side of a test).
+enum RawMatrix {
+    static func login(_ url: URL, user: String, password: String) async throws -> (token: String, device: String) {
         let answer = try await call(url, nil, "POST", "_matrix/client/v3/login", [
             "type": "m.login.password", "identifier": ["type": "m.id.user", "user": .string(user)], "password": .string(password),
         ])
         return (try XCTUnwrap(answer["access_token"]?.stringValue), try XCTUnwrap(answer["device_id"]?.stringValue))
     }
 
-    func call(_ url: URL, _ token: String?, _ method: String, _ path: String, _ body: JSONValue?, query: [(String, String)] = []) async throws -> JSONValue {
+    static func call(_ url: URL, _ token: String?, _ method: String, _ path: String, _ body: JSONValue?, query: [(String, String)] = []) async throws -> JSONValue {
         var components = try XCTUnwrap(URLComponents(url: url.appendingPathComponent(path), resolvingAgainstBaseURL: false))
         if !query.isEmpty { components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) } }
         var request = URLRequest(url: try XCTUnwrap(components.url))
@@ -180,18 +191,17 @@ struct Account {
     let user: String
     let session: (token: String, device: String)
     let keys = TemporaryDirectory()
-    let test: MatrixCrashTests
 
     var sessionFile: String { keys.path + "/session.json" }
 
-    static func make(_ test: MatrixCrashTests) async throws -> Account {
+    static func make() async throws -> Account {
         let env = ProcessInfo.processInfo.environment
         let url = try XCTUnwrap(env["CHATVAULT_SYNAPSE_URL"].flatMap(URL.init(string:)), "run with Scripts/test (it starts Synapse)")
         let secret = try XCTUnwrap(env["CHATVAULT_SYNAPSE_SECRET"])
         let password = UUID().uuidString
         let user = try await LocalHomeserver.register(on: url, secret: secret, name: "crash" + String(UInt32.random(in: 0...UInt32.max)),
                                                       password: password)
-        let account = Account(url: url, user: user, session: try await test.login(url, user: user, password: password), test: test)
+        let account = Account(url: url, user: user, session: try await RawMatrix.login(url, user: user, password: password))
         let sessionJSON: JSONValue = ["deviceId": .string(account.session.device), "accessToken": .string(account.session.token)]
         XCTAssertTrue(FileManager.default.createFile(atPath: account.sessionFile, contents: sessionJSON.jsonData(),
                                                     attributes: [.posixPermissions: 0o600]))
@@ -200,7 +210,7 @@ struct Account {
 
     /// A new private room of this user's.
     func newRoom() async throws -> String {
-        let created = try await test.call(url, session.token, "POST", "_matrix/client/v3/createRoom", ["preset": "private_chat"])
+        let created = try await RawMatrix.call(url, session.token, "POST", "_matrix/client/v3/createRoom", ["preset": "private_chat"])
         return try XCTUnwrap(created["room_id"]?.stringValue)
     }
 

@@ -122,10 +122,10 @@ final class MatrixBackendTests: XCTestCase {
     }
 
     /// Rooms the catch-up `/sync` does not deliver (cut short, or beyond the page) are read back
-    /// whole afterwards, most recently active first; where they stand is kept in the cache (here
-    /// the state store a relaunched backend is handed), not the token, so a restart resumes at the
-    /// first room not yet delivered.
-    func testRoomsLeftByTheCatchUpAreReadWholeMostRecentFirstAndResumeFromTheCache() async throws {
+    /// afterwards, most recently active first, in pages of the engine's size; where they stand is
+    /// kept in the cache (here the state store a relaunched backend is handed), not the token, so
+    /// a restart (here mid-room) resumes where the last page ended.
+    func testRoomsLeftByTheCatchUpAreReadMostRecentFirstAndResumeFromTheCacheMidRoom() async throws {
         let (alice, session, bob, first) = try await groupRoom()
         let second = try await bob.createRoom(name: "Second", invite: [session.userId])
         let third = try await bob.createRoom(name: "Third", invite: [session.userId])
@@ -155,10 +155,11 @@ final class MatrixBackendTests: XCTestCase {
             pages += 1
             texts += self.texts(page)
             XCTAssertLessThanOrEqual(page.nextToken.utf8.count, 128, "the token names the plan; the rooms are in the cache")
+            XCTAssertLessThanOrEqual(page.changes.count, 20, "a long room goes over several pages of the engine's size")
             token = page.nextToken
             if !page.hasMore { break }
         }
-        XCTAssertEqual(pages, 4, "the /sync page (every room cut short at 20 events), then one whole room a page")
+        XCTAssertEqual(pages, 11, "the /sync page (every room cut short at 20 events), then 190 events 20 a page")
         XCTAssertEqual(texts, (1...30).map { "c\($0)" } + (1...30).map { "b\($0)" } + (1...130).map { "a\($0)" },
                        "every message once, rooms most recent first, each oldest first")
         XCTAssertTrue(reader.recordedGaps.isEmpty, "each room read to the old point")

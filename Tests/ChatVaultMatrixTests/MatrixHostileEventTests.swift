@@ -222,9 +222,12 @@ final class CatchUpPlanTests: XCTestCase {
         let token = plan.token(at: 1)
         XCTAssertEqual(CatchUpPlan.place(of: token)?.id, plan.id)
         XCTAssertEqual(CatchUpPlan.place(of: token)?.index, 1)
+        XCTAssertEqual(CatchUpPlan.place(of: token)?.skip, 0)
+        XCTAssertEqual(CatchUpPlan.place(of: plan.token(at: 1, skip: 40))?.skip, 40, "part of a room delivered")
+        XCTAssertEqual(plan.token(at: 1, skip: 0), token)
         XCTAssertNotEqual(CatchUpPlan(next: "n", rooms: []).id, CatchUpPlan(next: "n", rooms: []).id, "each plan its own id")
-        for bad in ["cvm2.", "cvm2.abc", "cvm2.abc.", "cvm2..1", "cvm2.ABC.1", "cvm2.abc.-1", "cvm2.abc.1.2", "cvm2.abc.99999999999",
-                    "cvm2.abc.1x", "cvm2.a b.1", "cvm2." + String(repeating: "a", count: 200) + ".1"] {
+        for bad in ["cvm2.", "cvm2.abc", "cvm2.abc.", "cvm2..1", "cvm2.ABC.1", "cvm2.abc.-1", "cvm2.abc.99999999999",
+                    "cvm2.abc.1x", "cvm2.a b.1", "cvm2.abc.1.0", "cvm2.abc.1.", "cvm2.abc.1.2.3", "cvm2.abc.1.-2", "cvm2." + String(repeating: "a", count: 200) + ".1"] {
             XCTAssertNil(CatchUpPlan.place(of: bad), bad)
         }
         for bad in ["", "{}", "[]", #"{"id":"abc","next":"n","rooms":[["not-a-room",""]]}"#, #"{"id":"abc","next":"","rooms":[]}"#,

@@ -70,6 +70,8 @@ enum Help {
              summary: "The catch-up sync under SIGKILL (for the crash tests).", hidden: true),
         Verb(name: MatrixSendStressCommand.verb, forms: ["\(MatrixSendStressCommand.verb) --dir D --user @U:S --homeserver URL --session-file F --room R [--count N] [--interval-ms M] [--max-pending P] [--overflow reject-newest|drop-oldest] [--leave-queued] [--keystore …] [--key-dir K]"],
              summary: "Sends over Matrix under SIGKILL (for the crash tests).", hidden: true),
+        Verb(name: MatrixCatchUpStressCommand.verb, forms: ["\(MatrixCatchUpStressCommand.verb) --dir D --user @U:S --homeserver URL --session-file F [--page-size P] [--timeout S] [--keystore …] [--key-dir K]"],
+             summary: "The Matrix catch-up under SIGKILL (for the crash tests).", hidden: true),
         Verb(name: MediaStressCommand.verb, forms: ["\(MediaStressCommand.verb) --dir D --user U --runtime-dir R [--bytes N] [--keystore …] [--key-dir K]"],
              summary: "A media download under SIGKILL (for the crash tests).", hidden: true),
     ]
