@@ -10,7 +10,7 @@ import VaultStore
 import FoundationNetworking
 #endif
 
-/// `chatvault bench matrix [--messages N] [--json]`: the catch-up of N messages (default 10,000)
+/// `chatvault bench matrix [--messages N] [--relations R] [--rooms R] [--room-messages M] [--kills K] [--json]`: the catch-up of N messages (default 10,000)
 /// end to end, from a real Synapse (a throwaway one on 127.0.0.1; Scripts/chatvault installs it)
 /// and from the in-process simulator, each into a fresh encrypted cache (key in memory): from the
 /// engine's login until the cache holds all N. Where the time goes: inside the backend's
@@ -25,12 +25,17 @@ import FoundationNetworking
 /// (the default), one asking the homeserver for each as the catch-up did before (issue 23); the
 /// requests its `changes` calls made per 1,000 caught-up events, for both.
 ///
-/// No budget (the issue asks for the figures side by side); exit 1 when a catch-up does not bring
-/// all N messages, or the two relation catch-ups leave different rows. `--json` fields:
+/// Then the rooms workload (`MatrixRoomsBenchmark`: `--rooms R`, default 300, 0 leaves it out;
+/// `--room-messages M`, default 20,000; `--kills K`, default 50): the conversation list of R rooms
+/// cold and warm, the catch-up of M messages over them (the client's share, peak RSS), and the
+/// same catch-up under K SIGKILLs.
+///
+/// Exit 1 when a catch-up does not bring all N messages, the two relation catch-ups leave
+/// different rows, or the rooms workload misses a budget or leaves a room inexact. `--json` fields:
 /// `messages`, `seedMessagesPerSecond`, and `matrix`, `simulator`, each `{ seconds,
 /// messagesPerSecond, backendSeconds, engineSeconds, requests, networkSeconds, jsonSeconds, bytes,
 /// cached }` (the last four 0 for the simulator); `relations: { messages, events, local, asking }`,
-/// the last two `{ requests, requestsPer1000Events, seconds }`.
+/// the last two `{ requests, requestsPer1000Events, seconds }`; `rooms` (`MatrixRoomsBenchmark.Figures.json`).
 enum MatrixSyncBenchCommand {
     struct Figures {
         var seconds = 0.0, backendSeconds = 0.0, networkSeconds = 0.0, jsonSeconds = 0.0
@@ -82,6 +87,9 @@ enum MatrixSyncBenchCommand {
         let json = args.flag("json")
         let count = try args.int("messages", default: 10_000, range: 1...1_000_000)
         let relationCount = try args.int("relations", default: 400, range: 8...100_000)
+        let roomCount = try args.int("rooms", default: 300, range: 0...2000)
+        let roomMessages = try args.int("room-messages", default: 20_000, range: 1...1_000_000)
+        let killCount = try args.int("kills", default: 50, range: 0...10_000)
         try args.rejectUnknown()
         let say: @Sendable (String) -> Void = { line in if !json { emit(line) } }
         let env = ProcessInfo.processInfo.environment
@@ -153,12 +161,20 @@ enum MatrixSyncBenchCommand {
         let relations = try await relationsCatchUp(server: server, alice: alice, aliceSession: aliceSession, bob: bob,
                                                    bobSession: bobSession, setup: setup, messages: relationCount)
 
+        var rooms: MatrixRoomsBenchmark.Figures?
+        if roomCount > 0 {
+            say("the rooms workload: \(roomCount) rooms, \(roomMessages) messages while away")
+            rooms = try await MatrixRoomsBenchmark.run(server: server, rooms: roomCount, messages: roomMessages, kills: killCount, say: say)
+        }
+
         let passed = matrix.cached >= count && simulated.cached >= count && relations.same
+            && (rooms.map { $0.complete && $0.budgetsMet && $0.kills >= killCount } ?? true)
         if json {
             emit(JSON.object([
                 ("benchmark", .string("matrix")), ("messages", .int(count)),
                 ("seedMessagesPerSecond", .double(Double(count) / max(seedSeconds, 1e-9))),
                 ("matrix", matrix.json(count)), ("simulator", simulated.json(count)), ("relations", relations.json),
+                ("rooms", rooms?.json ?? .null),
                 ("passed", .bool(passed)),
             ]).render())
         } else {
@@ -179,6 +195,21 @@ enum MatrixSyncBenchCommand {
                             Double(r.requests) * 1000 / Double(max(relations.events, 1)), r.seconds))
             }
             if !relations.same { emit("FAILED: the two relation catch-ups left different rows") }
+            if let r = rooms {
+                emit("")
+                emit("\(r.rooms) rooms: the conversation list through a connected backend (\(r.listed) listed)")
+                emit(String(format: "cold (first read, every window)  %7.3f s  %4d requests", r.coldListSeconds, r.coldListRequests))
+                emit(String(format: "warm (read again, median of 11)  %7.3f ms %4d requests   budget ≤ 5 ms and none: %@",
+                            r.warmListMs, r.warmListRequests, (r.warmListMs <= 5 && r.warmListRequests == 0 ? "met" : "MISSED") as NSString))
+                emit("the catch-up of \(r.messages) messages over \(r.rooms) rooms (Synapse took them in at \(Int(r.seedMessagesPerSecond)) msg/s)")
+                emit(String(format: "total %.2f s · %d requests (%.1f per 1,000 events) · waiting for Synapse %.2f s · this process's CPU %.2f s",
+                            r.seconds, r.requests, Double(r.requests) * 1000 / Double(max(r.messages, 1)), r.waitingSeconds, r.cpuSeconds))
+                emit(String(format: "client share (CPU ÷ total) %.1f %%   budget ≤ 10 %%: %@", r.clientShare * 100,
+                            (r.clientShare <= 0.10 ? "met" : "MISSED") as NSString))
+                emit(String(format: "peak RSS above the login's level %.1f MiB   budget ≤ 64: %@", r.rssMiB, (r.rssMiB <= 64 ? "met" : "MISSED") as NSString))
+                emit("under SIGKILL: \(r.kills) kills in \(r.launches) launches, \(r.killedPages) pages committed between them; "
+                     + "\(r.exactRooms) of \(r.rooms) rooms hold exactly their messages")
+            }
             emit(passed ? "ok" : "FAILED: a catch-up did not bring every message")
         }
         return passed ? 0 : 1

@@ -56,7 +56,7 @@ enum Help {
             "bench outbox [--runs N] [--batch-runs R] [--flush-messages F] [--flush-runs S] [--keystore …] [--json]",
             "bench sync [--runs N] [--messages M] [--quick] [--json]",
             "bench media [--runs N] [--files F] [--messages M] [--quick] [--json]",
-            "bench matrix [--messages N] [--json]",
+            "bench matrix [--messages N] [--relations R] [--rooms R] [--room-messages M] [--kills K] [--json]",
             "bench keys [--messages N] [--runs R] [--json]",
             "bench capi [--runs N] [--json]",
             "bench kit [--runs N] [--json] [-- PROGRAM [ARGS…]]",
