@@ -9,7 +9,7 @@ enum MatrixChange: Sendable {
     case edit(JSONValue, room: String)
     /// A message redacted: its id, and its event for a path that renders it as deleted (realtime).
     case deleted(id: Int, conversationId: String, room: String, event: String)
-    case left(conversationId: String)
+    case left(conversationId: String, room: String)
     /// Someone reacted: the realtime shape of `reactionAdded`, and the message's place.
     case reacted(JSONValue, room: String, event: String)
     /// A reaction was taken back (its annotation redacted): the shape of `reactionRemoved`.
@@ -84,8 +84,10 @@ extension MatrixBackend {
                 // Asking resolved nothing here: the answer went unused. Kept when resolving
                 // locally is off, so `bench matrix` measures the catch-up as it was.
                 if !local { _ = try? await fetchMessage(room: room, event: event) }
-            case .left(let conversationId):
+            case .left(let conversationId, let room):
                 entries.append(.conversationRemoved(conversationId: conversationId))
+                // Gone with its messages: no gap of it is left to fill.
+                try? forgetGap(room: room)
             case .read(let json):
                 entries.append(.receipt(json))
             case .reacted(let json, let room, let event), .unreacted(let json, let room, let event):
@@ -212,7 +214,7 @@ extension MatrixBackend {
             let me = self.me
             for room in left.keys.sorted() where MatrixIds.isRoomId(room) {
                 let place = state.withLock { $0.rooms.place(room: room, sender: me, me: me) }
-                changes.append((Int64.max, order, .left(conversationId: place.conversationId)))
+                changes.append((Int64.max, order, .left(conversationId: place.conversationId, room: room)))
                 order += 1
             }
         }
@@ -308,7 +310,7 @@ extension MatrixBackend {
                 let membership = content?["membership"]?.stringValue
                 if event["state_key"]?.stringValue == me, membership == "leave" || membership == "ban" {
                     let place = state.withLock { $0.rooms.place(room: room, sender: me, me: me) }
-                    out.append((ts, .left(conversationId: place.conversationId)))
+                    out.append((ts, .left(conversationId: place.conversationId, room: room)))
                 }
             default:
                 continue
