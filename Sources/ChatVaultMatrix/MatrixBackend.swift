@@ -75,6 +75,8 @@ public final class MatrixBackend: ChatBackend {
         var connected = false
         /// Whether the homeserver serves simplified sliding sync (nil: not asked yet).
         var slidingSync: Bool?
+        /// Read the list without sliding sync whatever the server offers (`hidesSlidingSync`).
+        var hideSlidingSync = false
         /// The conversation list as the realtime connection keeps it (`KnownRooms`).
         var known: KnownRooms?
         /// The catch-up plan's room being delivered (`<plan id>.<index>`) and its events, oldest

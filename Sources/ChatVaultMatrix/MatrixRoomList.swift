@@ -66,10 +66,18 @@ enum MatrixRoomList {
 }
 
 extension MatrixBackend {
+    /// Reads the list as a homeserver without sliding sync is read (`/sync`), whatever `/versions`
+    /// says: for tests of that path against a server that has it. Set before the first list read.
+    package var hidesSlidingSync: Bool {
+        get { state.withLock { $0.hideSlidingSync } }
+        set { state.withLock { $0.hideSlidingSync = newValue } }
+    }
+
     /// Whether the homeserver serves simplified sliding sync: `/versions` asked once per backend
     /// (a failed ask is asked again next time; meanwhile the list comes from `/sync`).
     func offersSlidingSync() async -> Bool {
         if let known = state.withLock({ $0.slidingSync }) { return known }
+        if hidesSlidingSync { return false }
         guard let answer = try? await call("GET", "/_matrix/client/versions") else { return false }
         let offered = answer.json["unstable_features"]?[MatrixRoomList.feature]?.boolValue == true
         state.withLock { $0.slidingSync = offered }

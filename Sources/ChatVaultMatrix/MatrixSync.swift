@@ -37,9 +37,11 @@ extension MatrixBackend {
         return String(decoding: filter.jsonData(), as: UTF8.self)
     }
 
-    /// The most events of one room a catch-up `/sync` asks for; a room with more is read forward
-    /// with `/messages` (as a gap) so its events come in order.
-    static let catchUpTimelineLimit = 100
+    /// The most events of one room a catch-up `/sync` asks for; a room with more is read back
+    /// with `/messages` from the plan. Small, because one `/sync` answers every room at once: with
+    /// hundreds of rooms, 100 events each made an answer whose parsed form alone took over 100 MiB
+    /// (`bench matrix`, 300 rooms), and a room cut short had its events read twice.
+    static let catchUpTimelineLimit = 20
 
     /// A catch-up's changes as the engine's change log. An edit, or a reaction added or taken
     /// back, whose target is cached (or rendered earlier in this catch-up) is applied to that copy

@@ -489,6 +489,16 @@ final class MatrixRelationTests: XCTestCase {
     /// rooms left dropped; the same renderings as a backend without a connection gives; and
     /// requests again once the connection is down.
     func testTheConnectionKeepsTheListAndAListReadAgainWithNothingNewMakesNoRequest() async throws {
+        try await checkTheKeptList(slidingSync: true)
+    }
+
+    /// The same where the homeserver has no sliding sync (the feature hidden from the backend):
+    /// the list is built from one `/sync`, then kept the same way.
+    func testTheKeptListWithoutSlidingSyncIsBuiltFromSyncAndKeptTheSameWay() async throws {
+        try await checkTheKeptList(slidingSync: false)
+    }
+
+    func checkTheKeptList(slidingSync: Bool) async throws {
         let (session, _) = try await TestHomeserver.session("alice")
         var rooms: [(bob: RawMatrixClient, room: String)] = []
         for i in 0..<5 {
@@ -499,6 +509,7 @@ final class MatrixRelationTests: XCTestCase {
         let identities = MemoryMessageIdentities()
         let backend = MatrixBackend(homeserver: try TestHomeserver.url(), session: session)
         backend.attach(identities: identities)
+        backend.hidesSlidingSync = !slidingSync
         _ = try await backend.login(userId: session.userId)
         try await backend.connect()
         var query = ConversationQuery()
@@ -518,7 +529,8 @@ final class MatrixRelationTests: XCTestCase {
         }
         let cold = try await all()
         XCTAssertEqual(ids(cold.items), rooms.reversed().map { "group_\($0.room)" }, "most recent first, in pages of 3")
-        XCTAssertGreaterThan(cold.requests, 0)
+        // Sliding sync: a window (and its rooms' /sync) per 100 rooms; without: one /sync.
+        XCTAssertEqual(cold.requests, slidingSync ? 3 : 1, "built once for the whole list (with /versions asked once)")
         let warm = try await all()
         XCTAssertEqual(warm.items, cold.items)
         XCTAssertEqual(warm.requests, 0, "nothing new: no request")

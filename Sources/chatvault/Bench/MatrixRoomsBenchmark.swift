@@ -244,7 +244,16 @@ enum MatrixRoomsBenchmark {
         request.setValue("Bearer \(session.accessToken)", forHTTPHeaderField: "Authorization")
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = JSONValue.object(["msgtype": "m.text", "body": .string(body)]).jsonData()
-        let (_, response) = try await URLSession.shared.data(for: request)
-        guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw CLIError.failure("Synapse refused a bench message") }
+        request.timeoutInterval = 120
+        // A busy Synapse may not answer in time: the same transaction id again is the same event.
+        for attempt in 1...3 {
+            do {
+                let (_, response) = try await URLSession.shared.data(for: request)
+                guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw CLIError.failure("Synapse refused a bench message") }
+                return
+            } catch let error as URLError where error.code == .timedOut && attempt < 3 {
+                continue
+            }
+        }
     }
 }

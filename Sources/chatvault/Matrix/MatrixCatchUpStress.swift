@@ -79,7 +79,14 @@ enum MatrixCatchUpStressCommand {
             throw CLIError.failure("the cache is \(attempt.state.outcome)")
         }
         emit("ready")
-        let finished = await caughtUp.wait(for: 1, timeout: .seconds(timeout))
+        // The sweeps after the connection holds, then as many more as it takes (a sweep is at most
+        // `maxPagesPerSweep` pages, and the engine follows a partial one up only so many times).
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        var finished = await caughtUp.wait(for: 1, timeout: .seconds(min(timeout, 10)))
+        while !finished, failed.withLock({ $0 }) == nil, ContinuousClock.now < deadline {
+            await vault.waitForSyncIdle()
+            if let report = try? await vault.syncNow(), report.outcome == .caughtUp { finished = true }
+        }
         callbacks.sync {}
         if let code = failed.withLock({ $0 }) {
             await vault.logout()
