@@ -210,8 +210,9 @@ enum MatrixSyncBenchCommand {
                 emit(String(format: "warm (read again, median of 11)  %7.3f ms %4d requests   budget ≤ 5 ms and none: %@",
                             r.warmListMs, r.warmListRequests, (r.warmListMs <= 5 && r.warmListRequests == 0 ? "met" : "MISSED") as NSString))
                 emit("the catch-up of \(r.messages) messages over \(r.rooms) rooms (Synapse took them in at \(Int(r.seedMessagesPerSecond)) msg/s)")
-                emit(String(format: "total %.2f s · %d requests (%.1f per 1,000 events) · waiting for Synapse %.2f s · this process's CPU %.2f s",
-                            r.seconds, r.requests, Double(r.requests) * 1000 / Double(max(r.messages, 1)), r.waitingSeconds, r.cpuSeconds))
+                emit(String(format: "total %.2f s · %d requests (%.1f per 1,000 events) · waiting for Synapse %.2f s · this process's CPU %.2f s, of which parsing JSON %.2f s",
+                            r.seconds, r.requests, Double(r.requests) * 1000 / Double(max(r.messages, 1)), r.waitingSeconds, r.cpuSeconds,
+                            r.jsonSeconds))
                 emit(String(format: "client share (CPU ÷ total) %.1f %%   budget ≤ 10 %%: %@ · the server's (waiting ÷ total) %.1f %%",
                             r.clientShare * 100, (r.clientShare <= 0.10 ? "met" : "MISSED") as NSString,
                             r.seconds > 0 ? r.waitingSeconds / r.seconds * 100 : 0))
