@@ -61,34 +61,16 @@ enum MatrixRoomsBenchmark {
     static func run(server: LocalHomeserver, rooms roomCount: Int, messages: Int, kills: Int,
                     say: @escaping @Sendable (String) -> Void) async throws -> Figures {
         var figures = Figures(rooms: roomCount, messages: messages)
-        let alicePassword = UUID().uuidString, bobPassword = UUID().uuidString
-        let alice = try await server.register("roomsalice", password: alicePassword)
-        let bobId = try await server.register("roomsbob", password: bobPassword)
-        let aliceSession = try await MatrixAccount.login(homeserver: server.url, user: alice, password: alicePassword)
-        let bobSession = try await MatrixAccount.login(homeserver: server.url, user: bobId, password: bobPassword)
+        let (alice, aliceSession, _, bobSession) = try await users(on: server, "roomsalice", "roomsbob")
         let bob = MatrixBackend(homeserver: server.url, session: bobSession)
         let aliceSide = MatrixBackend(homeserver: server.url, session: aliceSession)
 
         say("creating \(roomCount) rooms, each with a first message")
-        var rooms: [String] = []
-        try await withThrowingTaskGroup(of: String.self) { group in
-            var next = 0
-            func add() {
-                guard next < roomCount else { return }
-                let i = next
-                next += 1
-                group.addTask {
-                    let room = try await bob.createRoom(name: "bench room \(i)", invite: [alice])
-                    try await aliceSide.joinRoom(room)
-                    try await put(server, bobSession, room: room, txn: "first", body: "room \(i) opens")
-                    return room
-                }
-            }
-            for _ in 0..<8 { add() }
-            while let room = try await group.next() {
-                rooms.append(room)
-                add()
-            }
+        let rooms = try await concurrently(roomCount, width: 8) { i in
+            let room = try await bob.createRoom(name: "bench room \(i)", invite: [alice])
+            try await aliceSide.joinRoom(room)
+            try await put(server, bobSession, room: room, txn: "first", body: "room \(i) opens")
+            return room
         }
 
         // The list, cold then warm, through a connected backend.
@@ -158,18 +140,10 @@ enum MatrixRoomsBenchmark {
         let roomIds = rooms
         say("sending \(messages) messages over \(roomCount) rooms (16 rooms at a time)")
         let seedBegan = ContinuousClock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            var next = 0
-            func add() {
-                guard next < roomCount else { return }
-                let i = next
-                next += 1
-                group.addTask {
-                    for n in 0..<perRoom[i] { try await put(server, bobSession, room: roomIds[i], txn: "m\(n)", body: "bench \(i).\(n) " + String(repeating: "x", count: 60)) }
-                }
+        _ = try await concurrently(roomCount, width: 16) { i in
+            for n in 0..<perRoom[i] {
+                try await put(server, bobSession, room: roomIds[i], txn: "m\(n)", body: "bench \(i).\(n) " + String(repeating: "x", count: 60))
             }
-            for _ in 0..<16 { add() }
-            while try await group.next() != nil { add() }
         }
         figures.seedMessagesPerSecond = Double(messages) / max((ContinuousClock.now - seedBegan).seconds, 1e-9)
 
@@ -223,6 +197,36 @@ enum MatrixRoomsBenchmark {
         }.count
         withExtendedLifetime((timedRoot, killedRoot, keys)) {}
         return figures
+    }
+
+    /// Two users registered on `server` and logged in (no refresh tokens: a bench session must not expire).
+    static func users(on server: LocalHomeserver, _ first: String, _ second: String) async throws
+        -> (first: String, firstSession: MatrixSession, second: String, secondSession: MatrixSession) {
+        let firstPassword = UUID().uuidString, secondPassword = UUID().uuidString
+        let a = try await server.register(first, password: firstPassword)
+        let b = try await server.register(second, password: secondPassword)
+        return (a, try await MatrixAccount.login(homeserver: server.url, user: a, password: firstPassword),
+                b, try await MatrixAccount.login(homeserver: server.url, user: b, password: secondPassword))
+    }
+
+    /// `work(0)` … `work(count - 1)`, at most `width` at a time; the results in the order they end.
+    static func concurrently<T: Sendable>(_ count: Int, width: Int, _ work: @escaping @Sendable (Int) async throws -> T) async throws -> [T] {
+        try await withThrowingTaskGroup(of: T.self) { group in
+            var next = 0
+            var results: [T] = []
+            func add() {
+                guard next < count else { return }
+                let i = next
+                next += 1
+                group.addTask { try await work(i) }
+            }
+            for _ in 0..<width { add() }
+            while let result = try await group.next() {
+                results.append(result)
+                add()
+            }
+            return results
+        }
     }
 
     static func roomsVault(root: String, memory: MemoryKeyStore, backend: MatrixBackend) throws -> OfflineVault {
