@@ -127,8 +127,8 @@ struct CatchUpPlan: Sendable, Equatable {
 }
 
 extension MatrixBackend {
-    /// The catch-up: `/sync?since=<token>` (at most 100 events per room, rooms most recently active
-    /// first within the engine's `limit`); the rooms it did not deliver (cut short, or beyond the
+    /// The catch-up: `/sync?since=<token>` (at most `catchUpTimelineLimit` events per room, rooms
+    /// most recently active first within the engine's `limit`); the rooms it did not deliver (cut short, or beyond the
     /// page) become a `CatchUpPlan` kept in the cache, read afterwards room by room, most recent
     /// first, about `limit` changes a page, each room back from the `/sync` point to the old one
     /// and at most the cache's
@@ -357,7 +357,6 @@ struct LegacyCatchUpPoint: Sendable, Equatable {
 
     static let prefix = "cvm1."
 
-    var since: String
     var next: String
     var gaps: [Gap]
 
@@ -374,7 +373,6 @@ struct LegacyCatchUpPoint: Sendable, Equatable {
                   let from = pair[1].stringValue, from.isEmpty || CatchUpPlan.isToken(from) else { return nil }
             gaps.append(Gap(room: room, from: from))
         }
-        self.since = since
         self.next = next
         self.gaps = gaps
     }

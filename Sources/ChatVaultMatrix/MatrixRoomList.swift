@@ -87,16 +87,23 @@ extension MatrixBackend {
     /// One window of the room list as a page of conversations, most recent first; a room whose
     /// latest events hold no message is left out of the page (as the `/sync` list leaves it out).
     func slidingConversations(from offset: Int, limit: Int) async throws(BackendError) -> WirePage {
+        let (items, next) = try await slidingWindow(from: offset, limit: limit)
+        return WirePage(items: items.sorted { $0.order > $1.order }.map(\.conversation),
+                        nextCursor: next.map { MatrixRoomList.cursorPrefix + String($0) })
+    }
+
+    /// One window of the room list: its rooms with a message, and where the next window starts
+    /// (nil at the list's end).
+    func slidingWindow(from offset: Int, limit: Int) async throws(BackendError) -> (items: [Listed], next: Int?) {
         let answer = try await call("POST", MatrixRoomList.path, query: [("timeout", "0")],
                                     json: MatrixRoomList.request(offset: offset, limit: limit))
         if let events = answer.json["extensions"]?["account_data"]?["global"]?.arrayValue { applyAccountData(events) }
         let rooms = MatrixRoomList.windowRooms(answer.json, limit: limit)
         let count = answer.json["lists"]?["conversations"]?["count"]?.intValue ?? 0
         let end = offset + limit
-        let next = count > Int64(end) ? MatrixRoomList.cursorPrefix + String(end) : nil
-        guard !rooms.isEmpty else { return WirePage(items: [], nextCursor: next) }
-        let items = try await joinedConversations(rooms: rooms)
-        return WirePage(items: items.sorted { $0.0 > $1.0 }.map(\.1), nextCursor: next)
+        let next = count > Int64(end) ? end : nil
+        guard !rooms.isEmpty else { return ([], next) }
+        return (try await joinedConversations(rooms: rooms), next)
     }
 }
 
@@ -167,16 +174,13 @@ extension MatrixBackend {
     func everyConversation() async throws(BackendError) -> [MatrixBackend.Listed] {
         guard await offersSlidingSync() else { return try await joinedConversations(rooms: nil) }
         var all: [MatrixBackend.Listed] = []
-        var offset = 0
+        var offset: Int? = 0
         // Bounded: 10,000 rooms at most.
         for _ in 0..<100 {
-            let answer = try await call("POST", MatrixRoomList.path, query: [("timeout", "0")],
-                                        json: MatrixRoomList.request(offset: offset, limit: MatrixRoomList.maxWindow))
-            if let events = answer.json["extensions"]?["account_data"]?["global"]?.arrayValue { applyAccountData(events) }
-            let rooms = MatrixRoomList.windowRooms(answer.json, limit: MatrixRoomList.maxWindow)
-            if !rooms.isEmpty { all += try await joinedConversations(rooms: rooms) }
-            offset += MatrixRoomList.maxWindow
-            guard (answer.json["lists"]?["conversations"]?["count"]?.intValue ?? 0) > Int64(offset) else { break }
+            guard let from = offset else { break }
+            let window = try await slidingWindow(from: from, limit: MatrixRoomList.maxWindow)
+            all += window.items
+            offset = window.next
         }
         return all
     }
