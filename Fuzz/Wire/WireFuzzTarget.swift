@@ -5,6 +5,8 @@
 // one module: this file is not part of the Swift package. Nothing here may trap on any input
 // except the checks below, each a broken C23 promise:
 //
+// - the JSON text reader (`JSONTextReader`, behind `JSONValue(jsonData:)`) refuses the text with
+//   a `JSONTextError` or reads it, never trapping nor recursing (every input not marked below);
 // - the decoder refuses a payload with a `WireError`, or accepts it; it never traps;
 // - whatever it accepts fits `WireLimits` as a whole (size and depth, unknown fields included),
 //   and every number it keeps converts to `Int64` the way the cache's rows convert it;

@@ -107,9 +107,9 @@ extension JSONValue {
     public static let maxFoundationDepth = 512
 
     /// Parses JSON text (UTF-8). Throws on malformed input, or nesting deeper than `maxFoundationDepth`.
+    /// Reads the bytes straight into values (no Foundation objects between), without recursion.
     public init(jsonData data: Data) throws {
-        let object = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-        self = try JSONValue(foundation: object)
+        self = try JSONTextReader.value(of: data, maxDepth: Self.maxFoundationDepth)
     }
 
     /// Converts what `JSONSerialization` produces. Throws on other objects, or nesting deeper than
