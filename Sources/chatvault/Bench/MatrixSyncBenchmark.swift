@@ -126,15 +126,9 @@ enum MatrixSyncBenchCommand {
                 next += 1
                 group.addTask {
                     // A bare PUT (no read-back): the server's intake, not the client's, is measured.
-                    let room = roomIds[i % roomIds.count]
-                    var request = URLRequest(url: server.url.appendingPathComponent("_matrix/client/v3/rooms/\(room)/send/m.room.message/bench-\(i)"))
-                    request.httpMethod = "PUT"
-                    request.setValue("Bearer \(bobSession.accessToken)", forHTTPHeaderField: "Authorization")
-                    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-                    let body: JSONValue = ["msgtype": "m.text", "body": .string("bench message \(i) " + String(repeating: "x", count: 80))]
-                    request.httpBody = body.jsonData()
-                    let (_, response) = try await URLSession.shared.data(for: request)
-                    guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw CLIError.failure("Synapse refused a bench message") }
+                    // (A send Synapse is too busy to answer in time is sent again, same transaction.)
+                    try await MatrixRoomsBenchmark.put(server, bobSession, room: roomIds[i % roomIds.count], txn: "bench-\(i)",
+                                                       body: "bench message \(i) " + String(repeating: "x", count: 80))
                 }
             }
             for _ in 0..<min(16, count) { add() }
