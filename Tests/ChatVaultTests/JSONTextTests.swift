@@ -1,3 +1,4 @@
+import ChatVaultSimulator
 import Foundation
 import XCTest
 @testable import ChatVault
@@ -118,24 +119,11 @@ final class JSONTextTests: XCTestCase {
 
     // MARK: Side by side on generated text
 
-    /// A small deterministic generator (the test's runs are repeatable).
-    struct Rng {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
-
     static let pieces = ["a", "é", "中", "😀", "\"", "\\", "/", "\n", "\t", "\u{01}", " ", "body", "$ev:x.org", "\u{7F}"]
 
     /// JSON text for a random value, in a random style: spaces, escapes for any character,
     /// numbers as integers, fractions or exponents.
-    static func text(_ rng: inout Rng, depth: Int = 0) -> String {
+    static func text(_ rng: inout SeededGenerator, depth: Int = 0) -> String {
         let space = [" ", "", "\n", "\t", "\r\n "][rng.below(5)]
         switch rng.below(depth > 4 ? 4 : 7) {
         case 0: return ["true", "false", "null"][rng.below(3)]
@@ -160,7 +148,7 @@ final class JSONTextTests: XCTestCase {
         }
     }
 
-    static func string(_ rng: inout Rng) -> String {
+    static func string(_ rng: inout SeededGenerator) -> String {
         var out = "\""
         for _ in 0..<rng.below(6) {
             let piece = pieces[rng.below(pieces.count)]
@@ -206,7 +194,7 @@ final class JSONTextTests: XCTestCase {
     }
 
     func testGeneratedDocumentsReadAsFoundationReadsThem() throws {
-        var rng = Rng(state: 0xC4A7_5A17)
+        var rng = SeededGenerator(seed: 0xC4A7_5A17)
         var containers = 0
         for _ in 0..<3_000 {
             let text = Self.text(&rng)
@@ -220,7 +208,7 @@ final class JSONTextTests: XCTestCase {
     }
 
     func testDamagedDocumentsAreReadOrRefusedAsFoundationDoes() {
-        var rng = Rng(state: 0xDA_4A6E)
+        var rng = SeededGenerator(seed: 0xDA_4A6E)
         var refused = 0
         let alphabet = Array(#"{}[]":,\ -+.eE0123456789tfnu"#.utf8) + [0x00, 0x01, 0x7F, 0x80, 0xC3, 0xED, 0xFF]
         for _ in 0..<6_000 {
@@ -251,4 +239,9 @@ final class JSONTextTests: XCTestCase {
         }
         XCTAssertGreaterThan(refused, 1_000, "the damage hardly broke anything")
     }
+}
+
+extension SeededGenerator {
+    /// A value in 0..<n (the generator is seeded, so every run draws the same documents).
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }
