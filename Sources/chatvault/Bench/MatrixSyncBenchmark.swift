@@ -119,20 +119,11 @@ enum MatrixSyncBenchCommand {
 
         say("sending \(count) messages to Synapse (16 at a time)")
         let seedStart = ContinuousClock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            var next = 0
-            func add() {
-                let i = next
-                next += 1
-                group.addTask {
-                    // A bare PUT (no read-back): the server's intake, not the client's, is measured.
-                    // (A send Synapse is too busy to answer in time is sent again, same transaction.)
-                    try await MatrixRoomsBenchmark.put(server, bobSession, room: roomIds[i % roomIds.count], txn: "bench-\(i)",
-                                                       body: "bench message \(i) " + String(repeating: "x", count: 80))
-                }
-            }
-            for _ in 0..<min(16, count) { add() }
-            while try await group.next() != nil { if next < count { add() } }
+        _ = try await MatrixRoomsBenchmark.concurrently(count, width: 16) { i in
+            // A bare PUT (no read-back): the server's intake, not the client's, is measured.
+            // (A send Synapse is too busy to answer in time is sent again, same transaction.)
+            try await MatrixRoomsBenchmark.put(server, bobSession, room: roomIds[i % roomIds.count], txn: "bench-\(i)",
+                                               body: "bench message \(i) " + String(repeating: "x", count: 80))
         }
         let seedSeconds = (ContinuousClock.now - seedStart).seconds
 

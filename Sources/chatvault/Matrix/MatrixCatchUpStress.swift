@@ -43,11 +43,7 @@ enum MatrixCatchUpStressCommand {
         let timeout = try args.int("timeout", default: 300, range: 1...7200)
         try args.rejectUnknown()
 
-        guard let data = FileManager.default.contents(atPath: sessionFile), let json = try? JSONValue(jsonData: data),
-              let device = json["deviceId"]?.stringValue, let token = json["accessToken"]?.stringValue else {
-            throw CLIError.usage("--session-file must hold {\"deviceId\", \"accessToken\"}")
-        }
-        let backend = CacheOnlyPages(MatrixBackend(homeserver: homeserver, session: MatrixSession(userId: user, deviceId: device, accessToken: token)))
+        let backend = CacheOnlyPages(MatrixBackend(homeserver: homeserver, session: try MatrixSession(stressFile: sessionFile, user: user)))
         let callbacks = DispatchQueue(label: "chatvault.matrix-catchup-stress.callbacks")
         let vault = try makeOutboxVault(common, root: root, encryption: true, backend: backend, callbacks: callbacks) { settings in
             settings.stableConnectionDelay = .milliseconds(20)

@@ -32,11 +32,7 @@ enum MatrixSendStressCommand {
         let leaveQueued = args.flag("leave-queued")
         try args.rejectUnknown()
 
-        guard let data = FileManager.default.contents(atPath: sessionFile), let json = try? JSONValue(jsonData: data),
-              let device = json["deviceId"]?.stringValue, let token = json["accessToken"]?.stringValue else {
-            throw CLIError.usage("--session-file must hold {\"deviceId\", \"accessToken\"}")
-        }
-        let backend = MatrixBackend(homeserver: homeserver, session: MatrixSession(userId: user, deviceId: device, accessToken: token))
+        let backend = MatrixBackend(homeserver: homeserver, session: try MatrixSession(stressFile: sessionFile, user: user))
         let callbacks = DispatchQueue(label: "chatvault.matrix-stress.callbacks")
         let vault = try makeOutboxVault(common, root: root, encryption: true, backend: backend, callbacks: callbacks, queue: queue) { settings in
             settings.stableConnectionDelay = .milliseconds(20)
@@ -74,5 +70,17 @@ enum MatrixSendStressCommand {
         guard left == 0 else { throw CLIError.failure("\(left) messages still unsent after 120 s") }
         emit("done")
         return 0
+    }
+}
+
+extension MatrixSession {
+    /// The session a stress verb runs as, read from its `--session-file` (a 0600 file holding
+    /// `{"deviceId", "accessToken"}`: a token is never an argument).
+    init(stressFile path: String, user: String) throws {
+        guard let data = FileManager.default.contents(atPath: path), let json = try? JSONValue(jsonData: data),
+              let device = json["deviceId"]?.stringValue, let token = json["accessToken"]?.stringValue else {
+            throw CLIError.usage("--session-file must hold {\"deviceId\", \"accessToken\"}")
+        }
+        self.init(userId: user, deviceId: device, accessToken: token)
     }
 }
